@@ -1,0 +1,100 @@
+/**
+ * The contract every admission plugin implements. Plugins are pure: an admission request's
+ * attributes and a context of cluster facts in, a decision out. No I/O, no clock, no globals;
+ * feature gates and namespace or node facts arrive through `PluginContext`.
+ */
+import type { FeatureGates } from '../api/feature-gates.js';
+import type { JsonObject, Namespace, Node } from '../api/types.js';
+import type { FieldError } from './field-errors.js';
+
+export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
+
+export interface GroupVersionKind {
+  readonly group: string;
+  readonly version: string;
+  readonly kind: string;
+}
+
+export interface GroupVersionResource {
+  readonly group: string;
+  readonly version: string;
+  readonly resource: string;
+}
+
+/** What admission.Attributes carries upstream: the request, independent of the wire format. */
+export interface AdmissionAttributes {
+  readonly operation: Operation;
+  readonly kind: GroupVersionKind;
+  readonly resource: GroupVersionResource;
+  /** '' for the main resource, e.g. 'status' or 'binding' for subresources. */
+  readonly subResource: string;
+  readonly namespace: string;
+  readonly name: string;
+  /** The object being admitted (absent on DELETE). Plugins never modify it in place. */
+  readonly object: JsonObject | undefined;
+  /** The object before an UPDATE. */
+  readonly oldObject: JsonObject | undefined;
+  readonly dryRun: boolean;
+}
+
+/** Facts about the cluster, read by the edge before the pure pipeline runs. */
+export interface PluginContext {
+  readonly gates: FeatureGates;
+  /** The request's Namespace object, when the cluster state knows it. */
+  readonly namespace: Namespace | undefined;
+  /** Looks a Node up by name in the cluster state. */
+  readonly node: (name: string) => Node | undefined;
+  /** Every Node the cluster state holds. */
+  readonly nodes: () => readonly Node[];
+}
+
+/**
+ * A denial is a value, never a thrown error (a thrown error means "could not decide").
+ * src/admission/status.ts maps each to the AdmissionReview status the API server would write.
+ */
+export type Denial =
+  /** Field validation failed: 422 Invalid with `details.causes`, as errors.NewInvalid builds it. */
+  | { readonly reason: 'Invalid'; readonly group: string; readonly kind: string; readonly name: string; readonly errors: readonly FieldError[] }
+  /** A policy forbids the request: 403 Forbidden with a plain message, as admission.NewForbidden. */
+  | { readonly reason: 'Forbidden'; readonly message: string };
+
+/** What every plugin may add beside its decision. */
+export interface Findings {
+  /** AdmissionReview `warnings`, shown to the client by kubectl. */
+  readonly warnings?: readonly string[];
+  /** AdmissionReview `auditAnnotations`; keys are prefixed with the webhook name by the API server. */
+  readonly auditAnnotations?: Readonly<Record<string, string>>;
+}
+
+export type MutationOutcome =
+  /** `object` is the (possibly) changed copy; the same reference as the input when nothing changed. */
+  | (Findings & { readonly object: JsonObject; readonly denial?: undefined })
+  | (Findings & { readonly denial: Denial; readonly object?: undefined });
+
+export type ValidationOutcome = Findings & { readonly denial?: Denial };
+
+export type PluginName =
+  | 'DefaultTolerationSeconds'
+  | 'PodTolerationRestriction'
+  | 'DaemonSetTolerations'
+  | 'DedicatedNodes'
+  | 'TolerationValidation';
+
+export interface MutatingPlugin {
+  readonly name: PluginName;
+  /** Whether the plugin acts on this request at all (kind, subresource, operation). */
+  handles(attributes: AdmissionAttributes): boolean;
+  /** Returns the mutated copy of `object` (the input object itself, unchanged, when nothing applies). */
+  admit(object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): MutationOutcome;
+}
+
+export interface ValidatingPlugin {
+  readonly name: PluginName;
+  handles(attributes: AdmissionAttributes): boolean;
+  validate(object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): ValidationOutcome;
+}
+
+/** True for the core/v1 `pods` resource itself, not a subresource (upstream plugins' shouldIgnore). */
+export function isPodRequest(attributes: AdmissionAttributes): boolean {
+  return attributes.resource.group === '' && attributes.resource.resource === 'pods' && attributes.subResource === '';
+}

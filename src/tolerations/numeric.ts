@@ -1,0 +1,74 @@
+/**
+ * The two integer checks behind the `Gt` and `Lt` operators (KEP-5471), both byte-exact:
+ * apimachinery's `content.IsDecimalInteger` (canonical form) and Go's `strconv.ParseInt(s, 10, 64)`
+ * (range and syntax, with Go's error text). Values are compared as BigInt: no floating point
+ * ever touches a 64-bit value.
+ */
+import { goQuote } from '../plugins/field-errors.js';
+
+/** int64 bounds: -2^63 and 2^63 - 1. */
+export const int64Min = -(2n ** 63n);
+export const int64Max = 2n ** 63n - 1n;
+
+/**
+ * content.IsDecimalInteger: `0`, or an optional `-` followed by a non-zero ASCII digit and more
+ * ASCII digits. Returns the error messages (none when valid). Not bounded to int64.
+ */
+export function isDecimalInteger(value: string): string[] {
+  if (value.length === 0) {
+    return ['must be non-empty'];
+  }
+  return /^(0|-?[1-9][0-9]*)$/.test(value) ? [] : ['must be a valid decimal integer in canonical form'];
+}
+
+export type ParseIntResult = { readonly value: bigint; readonly error?: undefined } | { readonly value?: undefined; readonly error: string };
+
+/**
+ * strconv.ParseInt(s, 10, 64) with Go's semantics and messages: an optional sign, ASCII digits
+ * (leading zeros, `+5` and `-0` accepted), and the first problem met left to right decides the
+ * error, as in Go's loop: an overflow seen before a bad character is a range error.
+ */
+export function parseInt64(input: string): ParseIntResult {
+  const syntaxError = { error: `strconv.ParseInt: parsing ${goQuote(input)}: invalid syntax` };
+  const rangeError = { error: `strconv.ParseInt: parsing ${goQuote(input)}: value out of range` };
+  if (input.length === 0) {
+    return syntaxError;
+  }
+  let digits = input;
+  let negative = false;
+  if (input.startsWith('+') || input.startsWith('-')) {
+    negative = input.startsWith('-');
+    digits = input.slice(1);
+    if (digits.length === 0) {
+      return syntaxError;
+    }
+  }
+  // ParseUint accumulates into a uint64 and reports overflow at the digit that causes it.
+  const uint64Max = 2n ** 64n - 1n;
+  let magnitude = 0n;
+  for (let i = 0; i < digits.length; i++) {
+    const code = digits.charCodeAt(i);
+    if (code < 0x30 || code > 0x39) {
+      return syntaxError;
+    }
+    magnitude = magnitude * 10n + BigInt(code - 0x30);
+    if (magnitude > uint64Max) {
+      return rangeError;
+    }
+  }
+  if (!negative && magnitude > int64Max) {
+    return rangeError;
+  }
+  if (negative && magnitude > -int64Min) {
+    return rangeError;
+  }
+  return { value: negative ? -magnitude : magnitude };
+}
+
+/** A value both checks accept: what matching requires of each side of a `Gt`/`Lt` comparison. */
+export function parseCanonicalInt64(value: string): bigint | undefined {
+  if (isDecimalInteger(value).length > 0) {
+    return undefined;
+  }
+  return parseInt64(value).value;
+}
