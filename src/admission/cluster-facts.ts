@@ -1,0 +1,31 @@
+/**
+ * What the admission pipeline needs to know about the cluster, as an interface: the composition
+ * root passes in either informer caches (src/kube/informers.ts) or a static file
+ * (src/kube/cluster-state-file.ts). The pure plugins receive the facts already read, in their
+ * PluginContext.
+ */
+import type { Namespace, Node } from '../api/types.js';
+
+export interface ClusterFacts {
+  /**
+   * The Namespace object: from the cache, or, for an informer-backed source, read once from the
+   * API when the cache does not hold it yet (a namespace created a moment ago). Undefined when
+   * it does not exist. Rejects only when the source could not answer at all (the webhook then
+   * answers "could not decide" and the failurePolicy applies).
+   */
+  getNamespace(name: string): Promise<Namespace | undefined>;
+  getNode(name: string): Node | undefined;
+  listNodes(): readonly Node[];
+  /** True once every cache has synced; /readyz follows it. */
+  isSynced(): boolean;
+  stop(): Promise<void>;
+}
+
+/** A source with no cluster at all: no namespaces, no nodes, always ready. */
+export const emptyClusterFacts: ClusterFacts = {
+  getNamespace: () => Promise.resolve(undefined),
+  getNode: () => undefined,
+  listNodes: () => [],
+  isSynced: () => true,
+  stop: () => Promise.resolve(),
+};
