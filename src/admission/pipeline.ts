@@ -1,0 +1,165 @@
+/**
+ * The admission pipeline: the mutating plugins in order, each on the previous one's result, then
+ * the validating plugins on the final object — as kube-apiserver runs its own admission chain and
+ * then calls a mutating and a validating webhook. The only I/O is the namespace look-up through
+ * the ClusterFacts passed in; the plugins themselves are pure.
+ */
+import type { FeatureGates } from '../api/feature-gates.js';
+import { MirrorPodAnnotation, type JsonObject, type Toleration } from '../api/types.js';
+import type {
+  AdmissionAttributes,
+  Denial,
+  Findings,
+  MutatingPlugin,
+  PluginContext,
+  PluginName,
+  ValidatingPlugin,
+} from '../plugins/plugin.js';
+import { isPodRequest } from '../plugins/plugin.js';
+import type { ClusterFacts } from './cluster-facts.js';
+import { diffJson, jsonEqual } from './json-patch-diff.js';
+import type { AdmissionDecision } from './response.js';
+import type { ParsedReview } from './review.js';
+import { denialStatus } from './status.js';
+
+export type WebhookSide = 'mutate' | 'validate';
+
+export interface PipelineOptions {
+  readonly mutating: readonly MutatingPlugin[];
+  readonly validating: readonly ValidatingPlugin[];
+  readonly gates: FeatureGates;
+  readonly clusterFacts: ClusterFacts;
+}
+
+/** What happened in one review, for logs and metrics; never holds the object itself. */
+export interface ReviewTrace {
+  /** The plugins that acted (changed the object or decided), in order. */
+  readonly plugins: readonly PluginName[];
+  /** The plugin that denied, if any. */
+  readonly deniedBy?: PluginName;
+}
+
+export interface PipelineResult {
+  readonly decision: AdmissionDecision;
+  readonly trace: ReviewTrace;
+}
+
+export interface Pipeline {
+  /** Runs one side, or both in order (`tolerator review`), on a parsed request. */
+  review(parsed: ParsedReview, sides: readonly WebhookSide[]): Promise<PipelineResult>;
+}
+
+export function createPipeline(options: PipelineOptions): Pipeline {
+  return {
+    async review(parsed, sides) {
+      const attributes = parsed.attributes;
+      const mutating = sides.includes('mutate') ? options.mutating.filter((plugin) => plugin.handles(attributes)) : [];
+      const validating = sides.includes('validate') ? options.validating.filter((plugin) => plugin.handles(attributes)) : [];
+      const original = attributes.object;
+      if (original === undefined || (mutating.length === 0 && validating.length === 0)) {
+        return { decision: { allowed: true }, trace: { plugins: [] } };
+      }
+      const context = await readContext(attributes, options);
+      const findings = new FindingsCollector();
+      let object = original;
+      const acted: PluginName[] = [];
+
+      // Mirror pods are the API server's copies of static pods managed by a kubelet: the kubelet
+      // owns their spec and would fight any change, so they are never mutated.
+      if (!isMirrorPod(attributes)) {
+        for (const plugin of mutating) {
+          const outcome = plugin.admit(object, attributes, context);
+          findings.add(outcome);
+          if (outcome.denial !== undefined) {
+            return denied(outcome.denial, plugin.name, acted, findings);
+          }
+          if (outcome.object !== object) {
+            acted.push(plugin.name);
+            object = outcome.object;
+          }
+        }
+      }
+      if (object !== original) {
+        assertAppendOnlyUpdate(attributes, original, object);
+      }
+
+      const validated: AdmissionAttributes = object === original ? attributes : { ...attributes, object };
+      for (const plugin of validating) {
+        const outcome = plugin.validate(object, validated, context);
+        findings.add(outcome);
+        if (outcome.denial !== undefined) {
+          return denied(outcome.denial, plugin.name, acted, findings);
+        }
+      }
+      const patch = object === original ? [] : diffJson(original, object);
+      return {
+        decision: { allowed: true, patch, warnings: findings.warnings, auditAnnotations: findings.auditAnnotations },
+        trace: { plugins: acted },
+      };
+    },
+  };
+}
+
+async function readContext(attributes: AdmissionAttributes, options: PipelineOptions): Promise<PluginContext> {
+  const facts = options.clusterFacts;
+  const namespace = attributes.namespace === '' ? undefined : await facts.getNamespace(attributes.namespace);
+  return {
+    gates: options.gates,
+    namespace,
+    node: (name) => facts.getNode(name),
+    nodes: () => facts.listNodes(),
+  };
+}
+
+function denied(denial: Denial, by: PluginName, acted: readonly PluginName[], findings: FindingsCollector): PipelineResult {
+  return {
+    decision: { allowed: false, status: denialStatus(denial), warnings: findings.warnings, auditAnnotations: findings.auditAnnotations },
+    trace: { plugins: [...acted, by], deniedBy: by },
+  };
+}
+
+function isMirrorPod(attributes: AdmissionAttributes): boolean {
+  if (!isPodRequest(attributes)) {
+    return false;
+  }
+  const metadata = attributes.object?.metadata as { annotations?: Record<string, string> } | undefined;
+  return metadata?.annotations !== undefined && Object.hasOwn(metadata.annotations, MirrorPodAnnotation);
+}
+
+/**
+ * The last line of defence for DESIGN's rule that an UPDATE only ever adds tolerations: the API
+ * server refuses any UPDATE that removes or rewrites one, so a plugin that did would make every
+ * later update of the pod fail. A plugin bug here is "could not decide", never a silent patch.
+ */
+function assertAppendOnlyUpdate(attributes: AdmissionAttributes, original: JsonObject, changed: JsonObject): void {
+  if (attributes.operation !== 'UPDATE' || !isPodRequest(attributes)) {
+    return;
+  }
+  const before = tolerationsOf(original);
+  const after = tolerationsOf(changed);
+  const kept = before.length <= after.length && before.every((toleration, i) => jsonEqual(toleration, after[i]));
+  if (!kept) {
+    throw new Error('internal error: a mutating plugin removed or rewrote an existing toleration on UPDATE');
+  }
+}
+
+function tolerationsOf(pod: JsonObject): readonly Toleration[] {
+  const spec = pod.spec as { tolerations?: Toleration[] | null } | undefined;
+  return spec?.tolerations ?? [];
+}
+
+class FindingsCollector {
+  readonly warnings: string[] = [];
+  readonly auditAnnotations: Record<string, string> = {};
+
+  add(findings: Findings): void {
+    if (findings.warnings !== undefined) {
+      this.warnings.push(...findings.warnings);
+    }
+    if (findings.auditAnnotations !== undefined) {
+      for (const [key, value] of Object.entries(findings.auditAnnotations)) {
+        Object.defineProperty(this.auditAnnotations, key, { value, enumerable: true, writable: true, configurable: true });
+      }
+    }
+  }
+}

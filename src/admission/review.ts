@@ -1,0 +1,159 @@
+/**
+ * Reading an `admission.k8s.io/v1` AdmissionReview: bytes in, the request's attributes out, or an
+ * AdmissionError that says precisely what is wrong. Nothing here decides anything.
+ */
+import type { JsonObject } from '../api/types.js';
+import type { AdmissionAttributes, Operation } from '../plugins/plugin.js';
+import { AdmissionError } from './errors.js';
+import { checkObjectShape } from './object-shape.js';
+
+/**
+ * The deepest nesting accepted. A Pod is about 15 levels deep and its managedFields mirror that
+ * structure once more, so 30-odd levels is the most the API server ever sends; 512 leaves wide
+ * room while keeping every recursive walk over the object far from the stack limit (about 10,000
+ * frames on Node's default stack).
+ */
+export const maxNestingDepth = 512;
+
+export interface ParsedReview {
+  /** The request's apiVersion, echoed in the response (only admission.k8s.io/v1 is accepted). */
+  readonly apiVersion: string;
+  readonly uid: string;
+  readonly attributes: AdmissionAttributes;
+}
+
+const operations: readonly Operation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Parses raw bytes (or text) into a review, refusing anything kube-apiserver would not send. */
+export function parseAdmissionReview(body: Uint8Array | string): ParsedReview {
+  let text: string;
+  if (typeof body === 'string') {
+    text = body;
+  } else {
+    try {
+      text = utf8.decode(body);
+    } catch {
+      throw new AdmissionError('InvalidEncoding', 'request body is not valid UTF-8');
+    }
+  }
+  if (text.trim().length === 0) {
+    throw new AdmissionError('EmptyBody', 'request body is empty; expected an admission.k8s.io/v1 AdmissionReview');
+  }
+  checkNesting(text);
+  let review: unknown;
+  try {
+    review = JSON.parse(text);
+  } catch (error) {
+    throw new AdmissionError('MalformedJSON', `request body is not valid JSON: ${(error as Error).message}`);
+  }
+  return readReview(review);
+}
+
+/** Refuses JSON nested deeper than maxNestingDepth, counting brackets outside strings in one pass. */
+function checkNesting(text: string): void {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c /* \ */) i++;
+      else if (c === 0x22 /* " */) inString = false;
+    } else if (c === 0x22) {
+      inString = true;
+    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      if (++depth > maxNestingDepth) {
+        throw new AdmissionError('NestingTooDeep', `request body is nested deeper than ${maxNestingDepth} levels`);
+      }
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      depth--;
+    }
+  }
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function field(parent: JsonObject, name: string, path: string, type: 'string' | 'boolean' | 'object', required: boolean): unknown {
+  const value = Object.hasOwn(parent, name) ? parent[name] : undefined;
+  if (value === undefined || value === null) {
+    if (required) {
+      throw new AdmissionError(name === 'uid' ? 'MissingUID' : 'InvalidField', `${path}.${name} is required`);
+    }
+    return undefined;
+  }
+  const ok = type === 'object' ? isObject(value) : typeof value === type;
+  if (!ok) {
+    throw new AdmissionError('InvalidField', `${path}.${name}: expected ${type}, got ${Array.isArray(value) ? 'array' : typeof value}`);
+  }
+  return value;
+}
+
+function readReview(review: unknown): ParsedReview {
+  if (!isObject(review)) {
+    throw new AdmissionError('NotAdmissionReview', 'request body must be a JSON object: an admission.k8s.io/v1 AdmissionReview');
+  }
+  const apiVersion = review.apiVersion;
+  const kind = review.kind;
+  if (kind !== 'AdmissionReview') {
+    throw new AdmissionError('NotAdmissionReview', `kind must be "AdmissionReview", got ${kind === undefined ? 'nothing' : JSON.stringify(kind)}`);
+  }
+  if (apiVersion !== 'admission.k8s.io/v1') {
+    throw new AdmissionError(
+      'UnsupportedVersion',
+      `apiVersion ${apiVersion === undefined ? '(missing)' : JSON.stringify(apiVersion)} is not supported; this webhook speaks admission.k8s.io/v1 (set admissionReviewVersions: [v1])`,
+    );
+  }
+  if (!isObject(review.request)) {
+    throw new AdmissionError('MissingRequest', 'request is required and must be an object');
+  }
+  const request = review.request;
+  const uid = field(request, 'uid', 'request', 'string', true) as string;
+  if (uid.length === 0) {
+    throw new AdmissionError('MissingUID', 'request.uid must not be empty');
+  }
+  const kindObject = field(request, 'kind', 'request', 'object', true) as JsonObject;
+  const resourceObject = field(request, 'resource', 'request', 'object', true) as JsonObject;
+  const operation = field(request, 'operation', 'request', 'string', true) as string;
+  if (!(operations as readonly string[]).includes(operation)) {
+    throw new AdmissionError('InvalidField', `request.operation: unsupported value ${JSON.stringify(operation)}; expected one of CREATE, UPDATE, DELETE, CONNECT`);
+  }
+  const group = (field(kindObject, 'group', 'request.kind', 'string', false) as string | undefined) ?? '';
+  const version = field(kindObject, 'version', 'request.kind', 'string', true) as string;
+  const kindName = field(kindObject, 'kind', 'request.kind', 'string', true) as string;
+  const resource = {
+    group: (field(resourceObject, 'group', 'request.resource', 'string', false) as string | undefined) ?? '',
+    version: field(resourceObject, 'version', 'request.resource', 'string', true) as string,
+    resource: field(resourceObject, 'resource', 'request.resource', 'string', true) as string,
+  };
+  const object = field(request, 'object', 'request', 'object', false) as JsonObject | undefined;
+  const oldObject = field(request, 'oldObject', 'request', 'object', false) as JsonObject | undefined;
+  if (object === undefined && (operation === 'CREATE' || operation === 'UPDATE')) {
+    throw new AdmissionError('InvalidField', `request.object is required for ${operation}`);
+  }
+  if (oldObject === undefined && operation === 'UPDATE') {
+    throw new AdmissionError('InvalidField', 'request.oldObject is required for UPDATE');
+  }
+  const subResource = (field(request, 'subResource', 'request', 'string', false) as string | undefined) ?? '';
+  if (subResource === '') {
+    // Subresources (pods/status, pods/binding) carry other kinds of objects that no plugin reads.
+    checkObjectShape(group, kindName, object, 'request.object');
+    checkObjectShape(group, kindName, oldObject, 'request.oldObject');
+  }
+  return {
+    apiVersion,
+    uid,
+    attributes: {
+      operation: operation as Operation,
+      kind: { group, version, kind: kindName },
+      resource,
+      subResource,
+      namespace: (field(request, 'namespace', 'request', 'string', false) as string | undefined) ?? '',
+      name: (field(request, 'name', 'request', 'string', false) as string | undefined) ?? '',
+      object,
+      oldObject,
+      dryRun: (field(request, 'dryRun', 'request', 'boolean', false) as boolean | undefined) ?? false,
+    },
+  };
+}

@@ -1,0 +1,58 @@
+/**
+ * Denials mapped to the metav1.Status the API server itself would have written, in one place.
+ *
+ * | denial              | code | reason    | message                                   | from upstream          |
+ * |---------------------|------|-----------|-------------------------------------------|------------------------|
+ * | Invalid (fields)    | 422  | Invalid   | `Pod "name" is invalid: <aggregate>`      | errors.NewInvalid      |
+ * | Forbidden (policy)  | 403  | Forbidden | the plugin's message                      | admission.NewForbidden |
+ *
+ * The API server prefixes the message with `admission webhook "<name>" denied the request: `.
+ */
+import { aggregateMessage, errorBody } from '../plugins/field-errors.js';
+import type { Denial } from '../plugins/plugin.js';
+import { goQuote } from '../plugins/field-errors.js';
+
+export interface StatusCause {
+  readonly reason: string;
+  readonly message: string;
+  readonly field: string;
+}
+
+export interface DenialStatus {
+  readonly metadata: Record<string, never>;
+  readonly status: 'Failure';
+  readonly message: string;
+  readonly reason: 'Invalid' | 'Forbidden';
+  readonly details?: {
+    readonly name: string;
+    readonly group?: string;
+    readonly kind: string;
+    readonly causes: readonly StatusCause[];
+  };
+  readonly code: number;
+}
+
+export function denialStatus(denial: Denial): DenialStatus {
+  if (denial.reason === 'Forbidden') {
+    return { metadata: {}, status: 'Failure', message: denial.message, reason: 'Forbidden', code: 403 };
+  }
+  // schema.GroupKind.String(): `Kind` for the core group, `Kind.group` otherwise.
+  const qualifiedKind = denial.group === '' ? denial.kind : `${denial.kind}.${denial.group}`;
+  const message =
+    denial.errors.length === 0
+      ? `${qualifiedKind} ${goQuote(denial.name)} is invalid`
+      : `${qualifiedKind} ${goQuote(denial.name)} is invalid: ${aggregateMessage(denial.errors)}`;
+  return {
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason: 'Invalid',
+    details: {
+      name: denial.name,
+      ...(denial.group === '' ? {} : { group: denial.group }),
+      kind: denial.kind,
+      causes: denial.errors.map((error) => ({ reason: error.type, message: errorBody(error), field: error.field })),
+    },
+    code: 422,
+  };
+}

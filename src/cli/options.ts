@@ -1,0 +1,124 @@
+/**
+ * The flags shared by `serve` and the offline commands, and their translation into the
+ * configuration of the admission pipeline. Reading files happens here, at the edge; what the
+ * files say is parsed by the pure modules.
+ */
+import { readFileSync } from 'node:fs';
+import { defaultFeatureGates, featureGateNames, type FeatureGateName, type FeatureGates } from '../api/feature-gates.js';
+import { parseAdmissionConfig } from '../plugins/admission-config.js';
+import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-restriction.js';
+import type { PluginName } from '../plugins/plugin.js';
+import { selectPlugins } from '../plugins/registry.js';
+import { parseBool, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
+
+export const admissionFlags = {
+  'feature-gates': {
+    kind: 'string',
+    placeholder: 'A=true,B=false',
+    help: `feature gates, as kube-apiserver's: ${featureGateNames.join(', ')}`,
+  },
+  'enable-plugins': { kind: 'string', placeholder: 'P1,P2', help: 'admission plugins to enable besides the default ones (all are on by default)' },
+  'disable-plugins': { kind: 'string', placeholder: 'P1,P2', help: 'admission plugins to disable' },
+  'default-not-ready-toleration-seconds': {
+    kind: 'int',
+    placeholder: 'SECONDS',
+    help: 'tolerationSeconds of the not-ready:NoExecute toleration added to every pod (default 300)',
+  },
+  'default-unreachable-toleration-seconds': {
+    kind: 'int',
+    placeholder: 'SECONDS',
+    help: 'tolerationSeconds of the unreachable:NoExecute toleration added to every pod (default 300)',
+  },
+  'admission-config': {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: "kube-apiserver AdmissionConfiguration (its PodTolerationRestriction entry) or the plugin's Configuration",
+  },
+  policies: { kind: 'string', placeholder: 'DIR', help: 'directory of TenancyPolicy documents (reloaded when it changes)' },
+  'cluster-state': { kind: 'string', placeholder: 'FILE', help: 'Namespace and Node manifests to decide from, instead of a cluster' },
+} as const satisfies Record<string, FlagSpec>;
+
+export interface AdmissionSettings {
+  readonly gates: FeatureGates;
+  readonly enabled: readonly PluginName[];
+  readonly notReadySeconds: number;
+  readonly unreachableSeconds: number;
+  readonly podTolerationRestriction: PodTolerationRestrictionConfig;
+  readonly policiesDir: string | undefined;
+  readonly clusterStateFile: string | undefined;
+}
+
+/** component-base's `--feature-gates` syntax: comma-separated `Name=bool`, unknown names refused. */
+export function parseFeatureGates(raw: string | undefined): FeatureGates {
+  const gates: Record<FeatureGateName, boolean> = { ...defaultFeatureGates };
+  if (raw === undefined) {
+    return gates;
+  }
+  for (const entry of raw.split(',')) {
+    const item = entry.trim();
+    if (item === '') {
+      continue;
+    }
+    const eq = item.indexOf('=');
+    if (eq === -1) {
+      throw new UsageError(`--feature-gates: missing bool value for ${item}`);
+    }
+    const name = item.slice(0, eq).trim();
+    if (!(featureGateNames as readonly string[]).includes(name)) {
+      throw new UsageError(`--feature-gates: unrecognized feature gate: ${name}`);
+    }
+    gates[name as FeatureGateName] = parseBool('feature-gates', item.slice(eq + 1).trim());
+  }
+  return gates;
+}
+
+function list(raw: string | undefined): string[] {
+  return (raw ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter((item) => item !== '');
+}
+
+/**
+ * tolerationSeconds is an int64; a JSON number holds integers exactly only up to 2^53 - 1, so a
+ * larger flag value could not be written into a pod faithfully and is refused.
+ */
+function seconds(flags: ParsedFlags, name: string): number {
+  const value = flags.values.get(name);
+  if (value === undefined) {
+    return 300;
+  }
+  const big = value as bigint;
+  if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER)) {
+    throw new UsageError(`--${name}: ${big} is beyond what a JSON number carries exactly (±${Number.MAX_SAFE_INTEGER})`);
+  }
+  return Number(big);
+}
+
+export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
+  const str = (name: string): string | undefined => flags.values.get(name) as string | undefined;
+  const gates = parseFeatureGates(str('feature-gates'));
+  let enabled: readonly PluginName[];
+  try {
+    enabled = selectPlugins(list(str('enable-plugins')), list(str('disable-plugins')));
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const configFile = str('admission-config');
+  const podTolerationRestriction =
+    configFile === undefined
+      ? {}
+      : parseAdmissionConfig(readFileSync(configFile, 'utf8'), configFile, {
+          allowComparisonOperators: gates.TaintTolerationComparisonOperators,
+          readFile: (path) => readFileSync(path, 'utf8'),
+        });
+  return {
+    gates,
+    enabled,
+    notReadySeconds: seconds(flags, 'default-not-ready-toleration-seconds'),
+    unreachableSeconds: seconds(flags, 'default-unreachable-toleration-seconds'),
+    podTolerationRestriction,
+    policiesDir: str('policies'),
+    clusterStateFile: str('cluster-state'),
+  };
+}

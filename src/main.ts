@@ -1,0 +1,196 @@
+#!/usr/bin/env node
+/**
+ * The composition root: flags become configuration, and the logger, metrics, cluster state,
+ * policies, pipeline and server are built here and handed to one another. No other module
+ * creates a singleton or reads process state.
+ */
+import { readFileSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
+import { pino, type Logger } from 'pino';
+import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.js';
+import { AdmissionError } from './admission/errors.js';
+import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
+import { admissionFlags, readAdmissionSettings } from './cli/options.js';
+import { readReviewInput, reviewFlags, reviewSides, runReview } from './cli/review.js';
+import { createApp } from './http/app.js';
+import { createMetrics } from './http/metrics.js';
+import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
+import { startTlsServer } from './http/tls-server.js';
+import { loadClusterStateFile } from './kube/cluster-state-file.js';
+import { startInformers } from './kube/informers.js';
+import { loadKubeConfig } from './kube/kube-config.js';
+import { pipelineFor, startTenancy } from './cli/runtime.js';
+
+const serveFlags = {
+  ...admissionFlags,
+  port: { kind: 'int', placeholder: 'PORT', help: 'HTTPS port (default 8443)' },
+  'bind-address': { kind: 'string', placeholder: 'ADDRESS', help: 'address to listen on (default: all interfaces)' },
+  'tls-cert-file': { kind: 'string', placeholder: 'FILE', help: 'serving certificate (PEM); watched and reloaded. Omitted: a development certificate for localhost' },
+  'tls-private-key-file': { kind: 'string', placeholder: 'FILE', help: 'private key of the serving certificate (PEM)' },
+  kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'kubeconfig to watch Namespaces and Nodes with (else in-cluster config, else --cluster-state)' },
+  'log-level': { kind: 'string', placeholder: 'LEVEL', help: 'debug, info, warn or error (default info)' },
+  'shutdown-delay': {
+    kind: 'int',
+    placeholder: 'SECONDS',
+    help: 'after SIGTERM, how long /readyz fails before the listener closes, so endpoints drop this replica first (default 5)',
+  },
+  'shutdown-grace': { kind: 'int', placeholder: 'SECONDS', help: 'how long in-flight reviews may take to finish after that (default 15)' },
+  help: { kind: 'boolean', help: 'show this help' },
+} as const satisfies Record<string, FlagSpec>;
+
+const offlineFlags = { ...admissionFlags, ...reviewFlags, help: { kind: 'boolean', help: 'show this help' } } as const satisfies Record<string, FlagSpec>;
+
+const commands = `Usage: tolerator <command> [flags]
+
+Commands:
+  serve     run the admission webhook over HTTPS (what npm start runs)
+  review    read an AdmissionReview (file or -) and print the response, as the server would answer
+`;
+
+async function main(argv: readonly string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  switch (command) {
+    case 'serve':
+      return serve(rest);
+    case 'review':
+      return review(rest);
+    case undefined:
+    case 'help':
+    case '--help':
+    case '-h':
+      process.stdout.write(commands);
+      return command === undefined ? 2 : 0;
+    default:
+      process.stderr.write(`tolerator: unknown command ${JSON.stringify(command)}\n\n${commands}`);
+      return 2;
+  }
+}
+
+function createLogger(level: string | undefined): Logger {
+  const levels = ['debug', 'info', 'warn', 'error'];
+  if (level !== undefined && !levels.includes(level)) {
+    throw new UsageError(`--log-level must be one of ${levels.join(', ')}`);
+  }
+  return pino({ level: level ?? 'info', base: { component: 'tolerator' } });
+}
+
+async function serve(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, serveFlags);
+  if (flags.values.get('help') === true) {
+    process.stdout.write(`Usage: tolerator serve [flags]\n\n${usage(serveFlags)}\n`);
+    return 0;
+  }
+  const str = (name: keyof typeof serveFlags): string | undefined => flags.values.get(name) as string | undefined;
+  const int = (name: keyof typeof serveFlags, fallback: number): number => Number((flags.values.get(name) as bigint | undefined) ?? fallback);
+  const logger = createLogger(str('log-level'));
+  const settings = readAdmissionSettings(flags);
+  let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
+  const metrics = createMetrics({ collectProcessMetrics: true, cacheSyncState: () => cacheSyncState() });
+
+  const kubeConfig = loadKubeConfig({ kubeconfigPath: str('kubeconfig'), env: process.env });
+  let clusterFacts: ClusterFacts;
+  if (kubeConfig !== undefined) {
+    const informers = startInformers({ kubeConfig, logger });
+    clusterFacts = informers;
+    cacheSyncState = () => informers.syncState();
+  } else if (settings.clusterStateFile !== undefined) {
+    clusterFacts = loadClusterStateFile(settings.clusterStateFile, logger);
+  } else {
+    logger.warn('no cluster: neither --kubeconfig, an in-cluster service account nor --cluster-state; namespaces and nodes are unknown');
+    clusterFacts = emptyClusterFacts;
+  }
+  const tenancy = startTenancy(settings.policiesDir, logger, metrics, true);
+
+  const certFile = str('tls-cert-file');
+  const keyFile = str('tls-private-key-file');
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    throw new UsageError('--tls-cert-file and --tls-private-key-file go together');
+  }
+  const certificateFiles = certFile !== undefined && keyFile !== undefined ? { certFile, keyFile } : undefined;
+  const certificate = certificateFiles === undefined ? await generateDevelopmentCertificate(new Date()) : await readCertificatePair(certFile!, keyFile!);
+  if (certificateFiles === undefined) {
+    logger.warn('no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster');
+  }
+
+  let shuttingDown = false;
+  const app = createApp({
+    pipeline: pipelineFor(settings, clusterFacts, tenancy.current),
+    logger,
+    metrics,
+    now: () => performance.now(),
+    readiness: {
+      check: () => {
+        const reasons: string[] = [];
+        if (shuttingDown) reasons.push('shutting down');
+        if (!clusterFacts.isSynced()) reasons.push('namespace and node caches have not synced');
+        return { ready: reasons.length === 0, reasons };
+      },
+    },
+  });
+  const port = int('port', 8443);
+  const server = await startTlsServer({ app, port, host: str('bind-address'), certificate, certificateFiles, logger, metrics });
+  logger.info(
+    { port: server.address().port, plugins: settings.enabled, featureGates: settings.gates, policies: tenancy.current().policies.length },
+    'tolerator serving',
+  );
+
+  return new Promise<number>((resolve) => {
+    const shutdown = (signal: string): void => {
+      if (shuttingDown) return;
+      shuttingDown = true;
+      const delayMs = int('shutdown-delay', 5) * 1000;
+      const graceMs = int('shutdown-grace', 15) * 1000;
+      logger.info({ signal, delayMs, graceMs }, 'shutting down: readiness off, draining');
+      setTimeout(() => {
+        void server.close(graceMs).then(async () => {
+          tenancy.close();
+          await clusterFacts.stop();
+          logger.info('stopped');
+          resolve(0);
+        });
+      }, delayMs);
+    };
+    process.once('SIGTERM', () => {
+      shutdown('SIGTERM');
+    });
+    process.once('SIGINT', () => {
+      shutdown('SIGINT');
+    });
+  });
+}
+
+async function review(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, offlineFlags);
+  if (flags.values.get('help') === true) {
+    process.stdout.write(`Usage: tolerator review [FILE|-] [flags]\n\n${usage(offlineFlags)}\n`);
+    return 0;
+  }
+  if (flags.positionals.length > 1) {
+    throw new UsageError('review takes one file (or - for standard input)');
+  }
+  const settings = readAdmissionSettings(flags);
+  const sides = reviewSides(flags.values.get('webhook') as string | undefined);
+  const logger = pino({ level: 'warn' }, pino.destination(2));
+  const clusterFacts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, logger);
+  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
+  const input = readReviewInput(flags.positionals[0], () => readFileSync(0));
+  const response = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
+  process.stdout.write(`${JSON.stringify(response, null, 2)}\n`);
+  return response.response.allowed ? 0 : 1;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof UsageError || error instanceof AdmissionError) {
+      process.stderr.write(`tolerator: ${error.message}\n`);
+      process.exitCode = 2;
+      return;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`tolerator: ${message}\n`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,69 @@
+/**
+ * Builds the webhook exactly as `tolerator serve` does from a list of flags, minus the TLS
+ * listener, for supertest; and loads fixtures as fresh copies.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pino } from 'pino';
+import { emptyClusterFacts } from '../../src/admission/cluster-facts.js';
+import type { Pipeline } from '../../src/admission/pipeline.js';
+import { parseFlags } from '../../src/cli/flags.js';
+import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
+import { pipelineFor, startTenancy } from '../../src/cli/runtime.js';
+import { createApp } from '../../src/http/app.js';
+import { createMetrics, type Metrics } from '../../src/http/metrics.js';
+import { loadClusterStateFile } from '../../src/kube/cluster-state-file.js';
+import type express from 'express';
+
+export const silentLogger = pino({ level: 'silent' });
+
+export function pipelineFromArgs(args: readonly string[]): Pipeline {
+  const settings = readAdmissionSettings(parseFlags(args, admissionFlags));
+  const facts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, silentLogger);
+  const tenancy = startTenancy(settings.policiesDir, silentLogger, undefined, false);
+  return pipelineFor(settings, facts, tenancy.current);
+}
+
+export function appFromArgs(args: readonly string[], metrics: Metrics = createMetrics({ collectProcessMetrics: false })): express.Express {
+  return createApp({
+    pipeline: pipelineFromArgs(args),
+    logger: silentLogger,
+    metrics,
+    readiness: { check: () => ({ ready: true, reasons: [] }) },
+    now: () => 0,
+  });
+}
+
+export interface ReviewFixture {
+  readonly name: string;
+  readonly description: string;
+  readonly webhook: 'mutate' | 'validate';
+  readonly args: readonly string[];
+  readonly expect: {
+    readonly allowed: boolean;
+    readonly code?: number;
+    readonly message?: string;
+    readonly patched?: boolean;
+    readonly tolerations?: readonly unknown[];
+  };
+  readonly review: { request: { uid: string; object: Record<string, unknown> | null; operation: string; [key: string]: unknown }; [key: string]: unknown };
+}
+
+export const fixturesDir = join(import.meta.dirname, '..', 'fixtures');
+
+/** Every review fixture, each parsed anew from its file so no test can change another's input. */
+export function loadReviewFixtures(): ReviewFixture[] {
+  const dir = join(fixturesDir, 'reviews');
+  return readdirSync(dir)
+    .filter((file) => file.endsWith('.json'))
+    .sort()
+    .map((file) => ({ name: file.replace(/\.json$/, ''), ...(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Omit<ReviewFixture, 'name'>) }));
+}
+
+export function loadReviewFixture(name: string): ReviewFixture {
+  const fixture = loadReviewFixtures().find((candidate) => candidate.name === name);
+  if (fixture === undefined) {
+    throw new Error(`no fixture ${name}`);
+  }
+  return fixture;
+}
