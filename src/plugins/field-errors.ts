@@ -88,7 +88,8 @@ export function aggregateMessage(errors: readonly FieldError[]): string {
 
 function printValue(value: unknown): string {
   if (value === undefined || value === null) {
-    return 'null';
+    // ErrorBody swaps a nil value for the string "null" and then prints it with %q.
+    return '"null"';
   }
   if (typeof value === 'string') {
     return goQuote(value);

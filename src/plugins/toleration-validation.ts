@@ -1,0 +1,133 @@
+/**
+ * TolerationValidation: the API server's own toleration rules, applied by the webhook so that a
+ * bad toleration is refused with the API server's words, and so that a bad pod template is refused
+ * when the workload is applied rather than later, when its controller fails to create pods.
+ *
+ * Pods (pkg/apis/core/validation ValidatePodCreate / ValidatePodUpdate):
+ *   CREATE  annotation tolerations, then spec.tolerations
+ *   UPDATE  the same two, then the annotation again (ValidatePodSpecificAnnotationUpdates), then
+ *           validateOnlyAddedTolerations (a Forbidden, or spec.tolerations a second time)
+ * Pod templates (ValidatePodTemplateSpec): annotation tolerations at `<template>.annotations`, then
+ * `<template>.spec.tolerations`; templates may change freely, so no only-added rule.
+ * Gt/Lt follow the gate, ratcheted on the OLD object's (or old template's) spec tolerations.
+ */
+import type { Toleration } from '../api/types.js';
+import type { FieldError } from './field-errors.js';
+import type { AdmissionAttributes, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
+import {
+  allowsComparisonOperators,
+  validateOnlyAddedTolerations,
+  validateTolerations,
+  validateTolerationsInAnnotations,
+  type TolerationValidationOptions,
+} from '../tolerations/validate-tolerations.js';
+
+/** Where a resource keeps what is validated, and the kind its denial names. */
+interface Target {
+  readonly group: string;
+  readonly kind: string;
+  /** Path segments of the pod template; empty for a pod, whose metadata and spec are top-level. */
+  readonly template: readonly string[];
+}
+
+/** Keyed by `<group>/<resource>`, the resource as the request names it. */
+const targets: ReadonlyMap<string, Target> = new Map([
+  ['/pods', { group: '', kind: 'Pod', template: [] }],
+  ['/podtemplates', { group: '', kind: 'PodTemplate', template: ['template'] }],
+  ['/replicationcontrollers', { group: '', kind: 'ReplicationController', template: ['spec', 'template'] }],
+  ['apps/deployments', { group: 'apps', kind: 'Deployment', template: ['spec', 'template'] }],
+  ['apps/replicasets', { group: 'apps', kind: 'ReplicaSet', template: ['spec', 'template'] }],
+  ['apps/statefulsets', { group: 'apps', kind: 'StatefulSet', template: ['spec', 'template'] }],
+  ['apps/daemonsets', { group: 'apps', kind: 'DaemonSet', template: ['spec', 'template'] }],
+  ['batch/jobs', { group: 'batch', kind: 'Job', template: ['spec', 'template'] }],
+  ['batch/cronjobs', { group: 'batch', kind: 'CronJob', template: ['spec', 'jobTemplate', 'spec', 'template'] }],
+]);
+
+function targetOf(attributes: AdmissionAttributes): Target | undefined {
+  return targets.get(`${attributes.resource.group}/${attributes.resource.resource}`);
+}
+
+export function createTolerationValidation() {
+  return {
+    name: 'TolerationValidation',
+
+    handles(attributes: AdmissionAttributes): boolean {
+      // Subresources (status, binding, ephemeralcontainers, scale) never carry a changed toleration list.
+      return (
+        (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') &&
+        attributes.subResource === '' &&
+        targetOf(attributes) !== undefined
+      );
+    },
+
+    validate(object, attributes, context): ValidationOutcome {
+      const target = targetOf(attributes);
+      if (target === undefined) {
+        return {};
+      }
+      const errors = target.template.length === 0 ? validatePod(object, attributes, context) : validateTemplate(object, attributes, context, target.template);
+      if (errors.length === 0) {
+        return {};
+      }
+      return { denial: { reason: 'Invalid', group: target.group, kind: target.kind, name: nameOf(object, attributes), errors } };
+    },
+  } satisfies ValidatingPlugin;
+}
+
+function validatePod(object: unknown, attributes: AdmissionAttributes, context: PluginContext): FieldError[] {
+  const tolerations = tolerationsAt(object, ['spec']);
+  const annotations = annotationsAt(object, ['metadata']);
+  const isUpdate = attributes.operation === 'UPDATE';
+  const oldTolerations = isUpdate ? tolerationsAt(attributes.oldObject, ['spec']) : undefined;
+  const options: TolerationValidationOptions = { allowComparisonOperators: allowsComparisonOperators(context.gates, oldTolerations) };
+
+  const errors = [
+    ...validateTolerationsInAnnotations(annotations, 'metadata.annotations', options),
+    ...validateTolerations(tolerations, 'spec.tolerations', options),
+  ];
+  if (isUpdate) {
+    errors.push(...validateTolerationsInAnnotations(annotations, 'metadata.annotations', options));
+    errors.push(...validateOnlyAddedTolerations(tolerations, oldTolerations ?? [], 'spec.tolerations', options));
+  }
+  return errors;
+}
+
+function validateTemplate(object: unknown, attributes: AdmissionAttributes, context: PluginContext, template: readonly string[]): FieldError[] {
+  const oldTolerations = attributes.operation === 'UPDATE' ? tolerationsAt(attributes.oldObject, [...template, 'spec']) : undefined;
+  const options: TolerationValidationOptions = { allowComparisonOperators: allowsComparisonOperators(context.gates, oldTolerations) };
+  const path = template.join('.');
+  return [
+    // ValidatePodTemplateSpec passes `<template>.annotations`, not `<template>.metadata.annotations`.
+    ...validateTolerationsInAnnotations(annotationsAt(object, [...template, 'metadata']), `${path}.annotations`, options),
+    ...validateTolerations(tolerationsAt(object, [...template, 'spec']), `${path}.spec.tolerations`, options),
+  ];
+}
+
+/** The value at a path of object keys, or undefined when any step is not an object. */
+function valueAt(root: unknown, path: readonly string[]): unknown {
+  let current = root;
+  for (const segment of path) {
+    if (typeof current !== 'object' || current === null || Array.isArray(current)) {
+      return undefined;
+    }
+    current = (current as Record<string, unknown>)[segment];
+  }
+  return current;
+}
+
+/** `<path>.tolerations`; absent or null is the empty list, as a nil slice upstream. */
+function tolerationsAt(root: unknown, specPath: readonly string[]): readonly Toleration[] {
+  const value = valueAt(root, [...specPath, 'tolerations']);
+  return Array.isArray(value) ? (value as Toleration[]) : [];
+}
+
+function annotationsAt(root: unknown, metadataPath: readonly string[]): Readonly<Record<string, string>> | undefined {
+  const value = valueAt(root, [...metadataPath, 'annotations']);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, string>) : undefined;
+}
+
+/** The object's own name: a generated name is already in place when validation runs. */
+function nameOf(object: unknown, attributes: AdmissionAttributes): string {
+  const name = valueAt(object, ['metadata', 'name']);
+  return typeof name === 'string' && name !== '' ? name : attributes.name;
+}
