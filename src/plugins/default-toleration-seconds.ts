@@ -1,0 +1,73 @@
+/**
+ * DefaultTolerationSeconds, the kube-apiserver admission plugin (enabled by default upstream):
+ * every pod that does not already tolerate the `not-ready` and `unreachable` NoExecute taints gets a
+ * bounded toleration for each, so that a pod on a failed node is evicted after a grace period
+ * instead of at once (no toleration) or never (an unbounded one).
+ *
+ * Upstream: plugin/pkg/admission/defaulttolerationseconds/admission.go (Admit), read at
+ * aed80471ab6fbe2c2f884d1000108db3b65246b8 and 012b085ac870d359131f4251213bf2fff1d15aa0.
+ */
+import type { JsonObject, Pod, Toleration } from '../api/types.js';
+import { TaintKey } from '../api/types.js';
+import type { AdmissionAttributes, MutatingPlugin, MutationOutcome, PluginContext } from './plugin.js';
+import { isPodRequest } from './plugin.js';
+
+export interface DefaultTolerationSecondsConfig {
+  /** `--default-not-ready-toleration-seconds`; upstream's flag default is 300. */
+  readonly notReadySeconds?: number;
+  /** `--default-unreachable-toleration-seconds`; upstream's flag default is 300. */
+  readonly unreachableSeconds?: number;
+}
+
+/**
+ * 300 s = 5 minutes, upstream's default for both flags: long enough to ride out a kubelet restart
+ * or a short network partition, short enough that a workload on a dead node is rescheduled within
+ * minutes rather than never.
+ */
+export const defaultTolerationSeconds = 300;
+
+export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsConfig = {}) {
+  const notReadySeconds = config.notReadySeconds ?? defaultTolerationSeconds;
+  const unreachableSeconds = config.unreachableSeconds ?? defaultTolerationSeconds;
+
+  const handles = (attributes: AdmissionAttributes): boolean =>
+    isPodRequest(attributes) && (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE');
+
+  return {
+    name: 'DefaultTolerationSeconds',
+    // Upstream: admission.NewHandler(admission.Create, admission.Update), pods proper only.
+    handles,
+    admit(object: JsonObject, attributes: AdmissionAttributes, _context: PluginContext): MutationOutcome {
+      if (!handles(attributes)) {
+        return { object };
+      }
+      const pod = object as Pod;
+      const tolerations = pod.spec?.tolerations ?? [];
+
+      // Only key and effect are looked at: any operator, value or tolerationSeconds counts, and an
+      // empty key or an empty effect is a wildcard. Upstream compares exactly, so the deprecated
+      // `node.alpha.kubernetes.io/notReady` key does not count.
+      const covers = (toleration: Toleration, key: string): boolean =>
+        (toleration.key === key || !toleration.key) && (toleration.effect === 'NoExecute' || !toleration.effect);
+      const toleratesNotReady = tolerations.some((t) => covers(t, TaintKey.NodeNotReady));
+      const toleratesUnreachable = tolerations.some((t) => covers(t, TaintKey.NodeUnreachable));
+
+      // Appended, not-ready first; existing entries are never modified (upstream appends directly).
+      const added: Toleration[] = [];
+      if (!toleratesNotReady) {
+        // The node lifecycle controller taints a node not-ready:NoExecute when its Ready condition
+        // is False; the pod survives that for notReadySeconds, then is evicted and rescheduled.
+        added.push({ key: TaintKey.NodeNotReady, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: notReadySeconds });
+      }
+      if (!toleratesUnreachable) {
+        // The same for unreachable:NoExecute, set when the node stops reporting (Ready Unknown).
+        added.push({ key: TaintKey.NodeUnreachable, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: unreachableSeconds });
+      }
+      if (added.length === 0) {
+        return { object };
+      }
+      const mutated: Pod = { ...pod, spec: { ...pod.spec, tolerations: [...tolerations, ...added] } };
+      return { object: mutated };
+    },
+  } satisfies MutatingPlugin;
+}

@@ -1,0 +1,172 @@
+/**
+ * What arrives on the port that is not a well-formed review: every body gets a precise 4xx with
+ * a JSON Status saying what was wrong, never a 5xx, a crash or a hang, and the server keeps
+ * answering afterwards.
+ */
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import request from 'supertest';
+import { appFromArgs, loadReviewFixture } from '../support/harness.js';
+
+const app = appFromArgs([]);
+
+function validReview(): Record<string, unknown> & { request: Record<string, unknown> } {
+  return loadReviewFixture('burstable-create-defaults-present').review;
+}
+
+function withRequest(change: (request: Record<string, unknown>) => void): string {
+  const review = validReview();
+  change(review.request);
+  return JSON.stringify(review);
+}
+
+function withObject(change: (pod: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void): string {
+  return withRequest((request) => {
+    change(request.object as { metadata: Record<string, unknown>; spec: Record<string, unknown> });
+  });
+}
+
+interface Row {
+  readonly name: string;
+  readonly body: string | Buffer;
+  readonly contentType?: string;
+  readonly status: number;
+  readonly message: RegExp;
+}
+
+const rows: Row[] = [
+  { name: 'an empty body', body: '', status: 400, message: /request body is empty/ },
+  { name: 'whitespace only', body: '  \n', status: 400, message: /request body is empty/ },
+  { name: 'truncated JSON', body: validReviewText().slice(0, 200), status: 400, message: /not valid JSON/ },
+  { name: 'a JSON syntax error', body: '{"apiVersion": admission}', status: 400, message: /not valid JSON/ },
+  { name: 'a JSON array', body: '[]', status: 400, message: /must be a JSON object/ },
+  { name: 'a JSON string', body: '"AdmissionReview"', status: 400, message: /must be a JSON object/ },
+  { name: 'JSON null', body: 'null', status: 400, message: /must be a JSON object/ },
+  { name: 'the wrong kind', body: JSON.stringify({ ...validReview(), kind: 'Pod' }), status: 400, message: /kind must be "AdmissionReview", got "Pod"/ },
+  { name: 'no kind', body: JSON.stringify({ ...validReview(), kind: undefined }), status: 400, message: /kind must be "AdmissionReview", got nothing/ },
+  {
+    name: 'the v1beta1 version',
+    body: JSON.stringify({ ...validReview(), apiVersion: 'admission.k8s.io/v1beta1' }),
+    status: 400,
+    message: /apiVersion "admission.k8s.io\/v1beta1" is not supported/,
+  },
+  { name: 'no request', body: JSON.stringify({ ...validReview(), request: undefined }), status: 400, message: /request is required/ },
+  { name: 'a request that is a string', body: JSON.stringify({ ...validReview(), request: 'x' }), status: 400, message: /request is required and must be an object/ },
+  { name: 'no uid', body: withRequest((r) => delete r.uid), status: 400, message: /request\.uid is required/ },
+  { name: 'an empty uid', body: withRequest((r) => (r.uid = '')), status: 400, message: /request\.uid must not be empty/ },
+  { name: 'a numeric uid', body: withRequest((r) => (r.uid = 42)), status: 400, message: /request\.uid: expected string, got number/ },
+  { name: 'no operation', body: withRequest((r) => delete r.operation), status: 400, message: /request\.operation is required/ },
+  { name: 'an unknown operation', body: withRequest((r) => (r.operation = 'PATCH')), status: 400, message: /request\.operation: unsupported value "PATCH"/ },
+  { name: 'no kind in the request', body: withRequest((r) => delete r.kind), status: 400, message: /request\.kind is required/ },
+  { name: 'a kind that is an array', body: withRequest((r) => (r.kind = [])), status: 400, message: /request\.kind: expected object, got array/ },
+  { name: 'no resource', body: withRequest((r) => delete r.resource), status: 400, message: /request\.resource is required/ },
+  { name: 'a CREATE with no object', body: withRequest((r) => delete r.object), status: 400, message: /request\.object is required for CREATE/ },
+  { name: 'an object that is a string', body: withRequest((r) => (r.object = 'pod')), status: 400, message: /request\.object: expected object, got string/ },
+  {
+    name: 'an UPDATE with no oldObject',
+    body: withRequest((r) => {
+      r.operation = 'UPDATE';
+    }),
+    status: 400,
+    message: /request\.oldObject is required for UPDATE/,
+  },
+  { name: 'dryRun as a string', body: withRequest((r) => (r.dryRun = 'true')), status: 400, message: /request\.dryRun: expected boolean, got string/ },
+  { name: 'a namespace as a number', body: withRequest((r) => (r.namespace = 7)), status: 400, message: /request\.namespace: expected string, got number/ },
+  { name: 'tolerations as an object', body: withObject((p) => (p.spec.tolerations = {})), status: 400, message: /request\.object\.spec\.tolerations: expected array, got object/ },
+  { name: 'a toleration that is a string', body: withObject((p) => (p.spec.tolerations = ['x'])), status: 400, message: /spec\.tolerations\[0\]: expected object, got string/ },
+  { name: 'a null toleration', body: withObject((p) => (p.spec.tolerations = [null])), status: 400, message: /spec\.tolerations\[0\]: expected object, got null/ },
+  {
+    name: 'a numeric toleration key',
+    body: withObject((p) => (p.spec.tolerations = [{ key: 1, operator: 'Exists' }])),
+    status: 400,
+    message: /spec\.tolerations\[0\]\.key: expected string, got number/,
+  },
+  {
+    name: 'tolerationSeconds as a string',
+    body: withObject((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: '300' }])),
+    status: 400,
+    message: /tolerationSeconds: expected integer, got string/,
+  },
+  {
+    name: 'fractional tolerationSeconds',
+    body: withObject((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1.5 }])),
+    status: 400,
+    message: /tolerationSeconds: expected integer, got number/,
+  },
+  { name: 'containers as an object', body: withObject((p) => (p.spec.containers = {})), status: 400, message: /spec\.containers: expected array, got object/ },
+  {
+    name: 'a resource quantity that is an object',
+    body: withObject((p) => (p.spec.containers = [{ name: 'a', resources: { requests: { cpu: {} } } }])),
+    status: 400,
+    message: /requests\["cpu"\]: expected quantity/,
+  },
+  { name: 'annotations as an array', body: withObject((p) => (p.metadata.annotations = [])), status: 400, message: /metadata\.annotations: expected object, got array/ },
+  {
+    name: 'an annotation value that is a number',
+    body: withObject((p) => (p.metadata.annotations = { a: 1 })),
+    status: 400,
+    message: /metadata\.annotations\["a"\]: expected string, got number/,
+  },
+  { name: 'hostNetwork as a string', body: withObject((p) => (p.spec.hostNetwork = 'yes')), status: 400, message: /spec\.hostNetwork: expected boolean, got string/ },
+  { name: 'ownerReferences as a string', body: withObject((p) => (p.metadata.ownerReferences = 'rs')), status: 400, message: /metadata\.ownerReferences: expected array, got string/ },
+  { name: 'invalid UTF-8', body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), status: 400, message: /not valid UTF-8/ },
+  { name: 'nesting 10,000 levels deep', body: '['.repeat(10_000) + ']'.repeat(10_000), status: 400, message: /nested deeper than 512 levels/ },
+  { name: 'a text/plain content type', body: validReviewText(), contentType: 'text/plain', status: 415, message: /Content-Type must be application\/json/ },
+  { name: 'an XML content type', body: '<AdmissionReview/>', contentType: 'application/xml', status: 415, message: /Content-Type must be application\/json/ },
+];
+
+function validReviewText(): string {
+  return JSON.stringify(validReview());
+}
+
+describe('bad input gets a precise 4xx', () => {
+  for (const row of rows) {
+    it(`${row.name} → ${row.status}`, async () => {
+      const res = await request(app)
+        .post('/mutate')
+        .set('Content-Type', row.contentType ?? 'application/json')
+        // Bytes exactly as given: superagent would otherwise encode a Buffer as JSON.
+        .serialize((body: unknown) => body as string)
+        .send(row.body);
+      assert.equal(res.status, row.status);
+      assert.match(res.headers['content-type'] ?? '', /^application\/json/);
+      const status = JSON.parse(res.text) as { kind: string; code: number; status: string; message: string };
+      assert.equal(status.kind, 'Status');
+      assert.equal(status.status, 'Failure');
+      assert.equal(status.code, row.status);
+      assert.match(status.message, row.message);
+      assert.doesNotMatch(res.text, /at .*\.ts:\d+/, 'no stack trace on the wire');
+    });
+  }
+
+  it('an 8 MiB body → 413, above the 7 MiB limit', async () => {
+    const res = await request(app)
+      .post('/mutate')
+      .set('Content-Type', 'application/json')
+      .send(`{"pad":"${'x'.repeat(8 * 1024 * 1024)}"}`);
+    assert.equal(res.status, 413);
+    assert.match((JSON.parse(res.text) as { message: string }).message, /larger than the limit of 7 MiB/);
+  });
+
+  it('__proto__ and constructor keys are plain data, not a prototype', async () => {
+    const body = withObject((p) => {
+      p.metadata.labels = JSON.parse('{"__proto__":{"polluted":"yes"},"constructor":"x"}') as Record<string, unknown>;
+    });
+    const res = await request(app).post('/mutate').set('Content-Type', 'application/json').send(body.replace('"__proto__":{"polluted":"yes"}', '"__proto__":"x"'));
+    assert.equal(res.status, 200);
+    assert.equal(({} as Record<string, unknown>).polluted, undefined);
+  });
+
+  it('a GET on a review path → 405, an unknown path → 404', async () => {
+    const get = await request(app).get('/mutate');
+    assert.equal(get.status, 405);
+    const unknown = await request(app).post('/admit').set('Content-Type', 'application/json').send('{}');
+    assert.equal(unknown.status, 404);
+  });
+
+  it('after all of that the server still answers a valid review', async () => {
+    const res = await request(app).post('/mutate').set('Content-Type', 'application/json').send(validReviewText());
+    assert.equal(res.status, 200);
+    assert.equal((res.body as { response: { allowed: boolean } }).response.allowed, true);
+  });
+});
