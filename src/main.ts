@@ -107,7 +107,10 @@ async function serve(argv: readonly string[]): Promise<number> {
     throw new UsageError('--tls-cert-file and --tls-private-key-file go together');
   }
   const certificateFiles = certFile !== undefined && keyFile !== undefined ? { certFile, keyFile } : undefined;
-  const certificate = certificateFiles === undefined ? await generateDevelopmentCertificate(new Date()) : await readCertificatePair(certFile!, keyFile!);
+  const certificate =
+    certificateFiles === undefined
+      ? await generateDevelopmentCertificate(new Date())
+      : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
   if (certificateFiles === undefined) {
     logger.warn('no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster');
   }

@@ -51,7 +51,9 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
       logger.error({ dir, errors: errors.map(formatPolicyLoadError) }, 'tenancy policies not reloaded; the last good set keeps serving');
     },
   });
-  return { current: () => current, healthy: () => healthy, close: () => watcher.close() };
+  return { current: () => current, healthy: () => healthy, close: () => {
+    watcher.close();
+  } };
 }
 
 export function pipelineFor(settings: AdmissionSettings, clusterFacts: ClusterFacts, policies: () => PolicySet): Pipeline {
