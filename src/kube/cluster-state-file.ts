@@ -1,0 +1,141 @@
+/**
+ * The offline cluster-state source (`--cluster-state FILE`): Namespace and Node manifests, as
+ * `kubectl get namespaces,nodes -o yaml` writes them (a `v1` `List`) or as hand-written
+ * multi-document YAML, or the same in JSON. Used when there is no cluster to watch, and by the
+ * offline commands (`review`, `explain`, `simulate`, `test`).
+ *
+ * `parseClusterState` is pure; `loadClusterStateFile` is the edge that reads the file.
+ */
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
+import type { ClusterFacts } from '../admission/cluster-facts.js';
+import type { Namespace, Node } from '../api/types.js';
+import type { KubeLogger } from './kube-logger.js';
+
+export interface ClusterState {
+  namespaces: Namespace[];
+  nodes: Node[];
+  /** Documents and list items that were skipped, each naming where it was and why. */
+  warnings: string[];
+}
+
+/** List kinds whose `items` are read; the typed lists name the kind their items default to. */
+const listKinds = new Map<string, 'Namespace' | 'Node' | undefined>([
+  ['List', undefined],
+  ['NamespaceList', 'Namespace'],
+  ['NodeList', 'Node'],
+]);
+
+/**
+ * Reads Namespaces and Nodes out of `text`, which holds one or more YAML documents (JSON is
+ * YAML, so a JSON file parses the same way). `source` names the text in messages (a path).
+ *
+ * - A `v1` `List`, `NamespaceList` or `NodeList` contributes its `items`, recursively (a List
+ *   may hold Lists). Items of a typed list may omit `apiVersion`/`kind`, as the API server's own
+ *   list responses do; they take the list's item kind.
+ * - Any other kind, or a Namespace/Node of an apiVersion other than `v1`, is skipped with a
+ *   warning naming the document and item.
+ * - Malformed YAML/JSON, a document that is not an object, or a Namespace/Node without a
+ *   non-empty string `metadata.name` throws, naming `source` and the document (1-based, counting
+ *   `---`-separated documents as a person reading the file would).
+ * - The same name twice: the later object wins, with a warning.
+ */
+export function parseClusterState(text: string, source: string): ClusterState {
+  const namespaces = new Map<string, Namespace>();
+  const nodes = new Map<string, Node>();
+  const warnings: string[] = [];
+
+  const documents = parseAllDocuments(text);
+  documents.forEach((document, index) => {
+    const where = `${source}: document ${index + 1}`;
+    const [firstError] = document.errors;
+    if (firstError !== undefined) {
+      // The first line of the yaml library's message ends "at line L, column C:" (a code
+      // excerpt follows on the next lines).
+      throw new Error(`${where}: ${firstLine(firstError.message).replace(/:$/, '')}`);
+    }
+    const value: unknown = document.toJS();
+    if (value === null || value === undefined) return; // an empty document, e.g. after a trailing `---`
+    collect(value, where, '', undefined);
+  });
+
+  /** `document` names the source and document, `path` the item within it ('' for the document itself). */
+  function collect(value: unknown, document: string, path: string, defaultKind: 'Namespace' | 'Node' | undefined): void {
+    const where = path === '' ? document : `${document}, ${path}`;
+    if (!isObject(value)) {
+      throw new Error(`${where}: expected a Kubernetes object, got ${describe(value)}`);
+    }
+    const kind = typeof value.kind === 'string' ? value.kind : defaultKind;
+    const apiVersion =
+      typeof value.apiVersion === 'string' ? value.apiVersion : defaultKind !== undefined ? 'v1' : undefined;
+    const label = `${apiVersion ?? '(no apiVersion)'} ${kind ?? '(no kind)'}`;
+
+    if (kind !== undefined && listKinds.has(kind) && apiVersion === 'v1') {
+      const items = value.items ?? [];
+      if (!Array.isArray(items)) throw new Error(`${where}: ${kind}.items is not a list`);
+      items.forEach((item: unknown, itemIndex) => {
+        collect(item, document, path === '' ? `items[${itemIndex}]` : `${path}.items[${itemIndex}]`, listKinds.get(kind));
+      });
+      return;
+    }
+    if ((kind === 'Namespace' || kind === 'Node') && apiVersion === 'v1') {
+      const name = nameOf(value);
+      if (name === undefined) throw new Error(`${where}: ${kind} has no metadata.name`);
+      if ((kind === 'Namespace' ? namespaces : nodes).has(name)) {
+        warnings.push(`${where}: ${kind} "${name}" appears again; the later one is used`);
+      }
+      // Checked above: an object with a non-empty string metadata.name, which is all both types
+      // require (their other fields are optional).
+      const object = { ...value, apiVersion, kind };
+      if (kind === 'Namespace') namespaces.set(name, object as Namespace);
+      else nodes.set(name, object as Node);
+      return;
+    }
+    warnings.push(`${where}: ${label} ignored (only v1 Namespace, Node and lists of them are read)`);
+  }
+
+  return { namespaces: [...namespaces.values()], nodes: [...nodes.values()], warnings };
+}
+
+/**
+ * A ClusterFacts over fixed objects: always synced (there is nothing to wait for), answering
+ * from Maps by name. A namespace it does not hold does not exist, as far as it knows.
+ */
+export function staticClusterFacts(state: { namespaces: readonly Namespace[]; nodes: readonly Node[] }): ClusterFacts {
+  const namespaces = new Map(state.namespaces.map((namespace) => [namespace.metadata.name, namespace]));
+  const nodes = new Map(state.nodes.map((node) => [node.metadata.name, node]));
+  const nodeList: readonly Node[] = [...nodes.values()];
+  return {
+    getNamespace: (name) => Promise.resolve(namespaces.get(name)),
+    getNode: (name) => nodes.get(name),
+    listNodes: () => nodeList,
+    isSynced: () => true,
+    stop: () => Promise.resolve(),
+  };
+}
+
+/** Reads and parses `path` (the edge); each warning is logged once, naming the file. */
+export function loadClusterStateFile(path: string, logger: Pick<KubeLogger, 'warn'>): ClusterFacts {
+  const state = parseClusterState(readFileSync(path, 'utf8'), path);
+  for (const warning of state.warnings) logger.warn({ source: path }, warning);
+  return staticClusterFacts(state);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function nameOf(object: Record<string, unknown>): string | undefined {
+  const metadata = object.metadata;
+  if (!isObject(metadata)) return undefined;
+  return typeof metadata.name === 'string' && metadata.name !== '' ? metadata.name : undefined;
+}
+
+function describe(value: unknown): string {
+  if (Array.isArray(value)) return 'a list';
+  return typeof value === 'string' ? `the string ${JSON.stringify(value)}` : `a ${typeof value}`;
+}
+
+function firstLine(message: string): string {
+  return message.split('\n', 1)[0] ?? message;
+}
