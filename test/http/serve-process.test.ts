@@ -1,0 +1,143 @@
+/**
+ * `tolerator serve` as a process, the way `npm start` and the container run it: it starts on a
+ * generated development certificate, answers a review, and on SIGTERM turns unready, finishes
+ * what is in flight and exits 0 without dropping a request.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { Agent, request as httpsRequest } from 'node:https';
+import { join } from 'node:path';
+import { once } from 'node:events';
+import { after, before, describe, it } from 'node:test';
+import { loadReviewFixture } from '../support/harness.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+interface Served {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly port: number;
+  readonly logs: Record<string, unknown>[];
+}
+
+/** Starts the CLI and resolves once it logs the port it serves on. */
+async function startServe(args: readonly string[]): Promise<Served> {
+  const child = spawn(
+    process.execPath,
+    ['--enable-experimental-regexp-engine-on-excessive-backtracks', '--import', 'tsx', 'src/main.ts', 'serve', '--port', '0', '--bind-address', '127.0.0.1', ...args],
+    { cwd: root, stdio: 'pipe' },
+  );
+  const logs: Record<string, unknown>[] = [];
+  let buffered = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`serve did not start: ${JSON.stringify(logs)}`));
+    }, 30_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let newline;
+      while ((newline = buffered.indexOf('\n')) !== -1) {
+        const line = buffered.slice(0, newline);
+        buffered = buffered.slice(newline + 1);
+        const entry = JSON.parse(line) as Record<string, unknown>;
+        logs.push(entry);
+        if (entry.msg === 'tolerator serving') {
+          clearTimeout(timer);
+          resolve(entry.port as number);
+        }
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}`));
+    });
+  });
+  return { child, port, logs };
+}
+
+// The development certificate is self-signed for localhost: trust it for these calls only.
+const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: false });
+
+function call(port: number, path: string, body?: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      { host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', agent, headers: { 'content-type': 'application/json' } },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('tolerator serve', () => {
+  let served: Served;
+  const review = JSON.stringify(loadReviewFixture('burstable-create-no-tolerations').review);
+
+  before(async () => {
+    served = await startServe(['--shutdown-delay', '1', '--shutdown-grace', '5']);
+  });
+  after(() => {
+    served.child.kill('SIGKILL');
+    agent.destroy();
+  });
+
+  it('warns that it serves a development certificate when none is given', () => {
+    assert.ok(served.logs.some((entry) => entry.level === 40 && /development certificate/.test(String(entry.msg))));
+  });
+
+  it('answers a review with a patch adding the tolerations, and logs one line for it without the object', async () => {
+    const answer = await call(served.port, '/mutate', review);
+    assert.equal(answer.status, 200);
+    const response = (JSON.parse(answer.body) as { response: { patch: string } }).response;
+    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as { op: string; path: string; value: { key: string }[] }[];
+    assert.deepEqual(
+      patch.map((op) => [op.op, op.path, op.value.map((toleration) => toleration.key)]),
+      [['add', '/spec/tolerations', ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure']]],
+    );
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const line = served.logs.find((entry) => entry.msg === 'admission review');
+    assert.ok(line !== undefined, 'a review log line');
+    assert.equal(line.uid, '7c9e6679-7425-40de-944b-e07fc1f90002');
+    assert.equal(line.decision, 'patched');
+    assert.equal(line.operation, 'CREATE');
+    assert.equal(typeof line.durationMs, 'number');
+    assert.equal(line.object, undefined, 'the object is never logged');
+  });
+
+  it('serves /metrics with the review counted', async () => {
+    const metrics = await call(served.port, '/metrics');
+    assert.match(metrics.body, /tolerator_admission_reviews_total\{webhook="mutate",operation="CREATE",plugin="PodTolerationRestriction",decision="patched"\} 1/);
+  });
+
+  it('on SIGTERM turns unready, answers every request sent meanwhile, and exits 0', async () => {
+    assert.equal((await call(served.port, '/readyz')).status, 200);
+    const answers: number[] = [];
+    const exited = once(served.child, 'exit');
+    // Eight clients stream reviews from before the signal until well into the drain period
+    // (--shutdown-delay 1 s), as the API server does until the endpoints drop this replica.
+    const streamUntil = Date.now() + 600;
+    let signalled = false;
+    const clients = Array.from({ length: 8 }, async () => {
+      while (Date.now() < streamUntil) {
+        answers.push((await call(served.port, '/mutate', review)).status);
+        if (!signalled) {
+          signalled = true;
+          served.child.kill('SIGTERM');
+        }
+      }
+    });
+    await Promise.all(clients);
+    assert.equal((await call(served.port, '/readyz')).status, 503, 'unready while draining');
+    assert.ok(answers.length >= 8);
+    assert.ok(answers.every((status) => status === 200), `every review answered: ${answers.join(',')}`);
+    agent.destroy();
+    const [code] = (await exited) as [number | null];
+    assert.equal(code, 0);
+    assert.ok(served.logs.some((entry) => entry.msg === 'stopped'));
+  });
+});
