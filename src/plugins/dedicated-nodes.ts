@@ -25,6 +25,10 @@
  *
  * Mirror pods (static pods reported by the kubelet) are neither mutated nor validated: the pod
  * already runs on its node, and refusing the mirror would only hide it from the API.
+ *
+ * An infrastructure namespace (the policy's `infrastructure` CEL) may reach every group's nodes:
+ * by toleration, and also by nodeName (node agents and `kubectl debug node/…` pods are pinned that
+ * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
 import { isDeepStrictEqual } from 'node:util';
 import { MirrorPodAnnotation } from '../api/types.js';
@@ -186,9 +190,11 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
   const namespace = attributes.namespace;
   const groups = resolveNamespaceGroups(set, evaluator);
   if (groups.conflict !== undefined) {
-    const violations = groups.conflict.map(({ policy }) => ({ policy, message: conflictMessage(namespace, groups.conflict) }));
-    // One message, however many policies took part: deny if any of them denies.
-    const deny = violations.some((violation) => violation.policy.enforcement === 'Deny');
+    // One message, however many policies took part: deny if any of them denies. A pod UPDATE only
+    // gets the warning: the pod exists already, and refusing its updates (finalizer removal,
+    // labels) would wedge running workloads until the policies are fixed, without protecting a node.
+    const podUpdate = isPodRequest(attributes) && attributes.operation === 'UPDATE';
+    const deny = !podUpdate && groups.conflict.some(({ policy }) => policy.enforcement === 'Deny');
     const annotations = {
       [auditKeys.policy]: groups.conflict.map(({ policy }) => policy.name).join(','),
       [auditKeys.group]: groups.conflict.map(({ group }) => group).join(','),
@@ -198,7 +204,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     return {
       early: deny
         ? { denial: { reason: 'Forbidden', message }, auditAnnotations: annotations }
-        : { warnings: [warningText(groups.conflict.map(({ policy }) => policy), message)], auditAnnotations: annotations },
+        : { warnings: [`DedicatedNodes: ${message}`], auditAnnotations: annotations },
     };
   }
   return { prepared: { workload, evaluator, namespace }, memberships: groups.memberships };
@@ -323,7 +329,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     for (const { toleration, index } of judgedTolerations) {
       const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup, context.gates.TaintTolerationComparisonOperators);
       if (tolerated !== undefined) {
-        foreign.push(`${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect})`);
+        foreign.push(`${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`);
       }
     }
     const nodeProblem = node === undefined ? undefined : nodeNameProblem(node, policy, ownGroup, isTenant, workload.specPath);
@@ -490,15 +496,15 @@ interface Outcome {
 /** Deny-policy violations deny together (one message); Warn-policy violations become warnings. */
 function decide(violations: readonly Violation[]): Outcome {
   const denying = violations.filter(({ policy }) => policy.enforcement === 'Deny');
-  const warnings = violations.filter(({ policy }) => policy.enforcement === 'Warn').map(({ policy, message }) => warningText([policy], message));
+  const warnings = violations.filter(({ policy }) => policy.enforcement === 'Warn').map(({ policy, message }) => warningText(policy, message));
   if (denying.length === 0) {
     return { warnings };
   }
   return { denial: { reason: 'Forbidden', message: denying.map(({ message }) => message).join('; ') }, warnings };
 }
 
-function warningText(policies: readonly TenancyPolicy[], message: string): string {
-  return `DedicatedNodes (enforcement Warn, policy ${policies.map(({ name }) => `"${name}"`).join(', ')}): ${message}`;
+function warningText(policy: TenancyPolicy, message: string): string {
+  return `DedicatedNodes (enforcement Warn, policy "${policy.name}"): ${message}`;
 }
 
 function warningsOf(outcome: Outcome): { warnings?: readonly string[] } {

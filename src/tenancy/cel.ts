@@ -1,0 +1,259 @@
+/**
+ * CEL for tenancy policies: compile once at load (parse + type-check), evaluate per request.
+ *
+ * The variables are those of Kubernetes admission CEL (ValidatingAdmissionPolicy, webhook
+ * matchConditions): `object`, `oldObject`, `namespaceObject`, `request`. They are declared `dyn`,
+ * as Kubernetes does for objects without a schema: field access type-checks, and `oldObject` may
+ * be `null` (it is on CREATE), which a `map` declaration would reject.
+ *
+ * Kubernetes CEL has int64 integers and no plain JSON numbers, so every JSON integer becomes a
+ * BigInt before evaluation (`toCelVariables`); `replicas + 1` then means what it means in the
+ * cluster. Integers beyond 2^53 have already lost precision in JSON.parse; nothing here can
+ * recover that.
+ *
+ * Cost. @marcbachmann/cel-js 8.0.0 offers structural limits checked at parse time (maxAstNodes,
+ * maxDepth, maxListElements, maxMapEntries, maxCallArguments) and no runtime cost budget, unlike
+ * Kubernetes' estimated/actual cost limits. Evaluation is synchronous and cannot be interrupted, so
+ * the bound is static: a small AST, and comprehensions (all/exists/exists_one/map/filter) nested at
+ * most two deep, so one evaluation visits at most (size of the largest list in the request)²
+ * elements per AST node. `matches()` uses the JavaScript regexp engine; the process runs with
+ * `--enable-experimental-regexp-engine-on-excessive-backtracks` so a catastrophic pattern falls
+ * back to the linear engine instead of hanging the event loop.
+ */
+import { Environment, EvaluationError, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
+import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
+
+/** What a policy expression must produce. */
+export type ExpressionResultType = 'string' | 'bool';
+type ResultValue<T extends ExpressionResultType> = T extends 'string' ? string : boolean;
+
+/**
+ * The library's limits, tightened for expressions that read a label or a name. The shipped
+ * examples have under 60 AST nodes and a nesting depth under 10; 1,000 nodes and depth 50 leave
+ * more than 15× headroom while keeping a pasted-in monster out (the defaults are 100,000 and 250).
+ * Literal lists and maps of more than 100 entries have no place in a group rule.
+ */
+const limits = {
+  maxAstNodes: 1000,
+  maxDepth: 50,
+  maxListElements: 100,
+  maxMapEntries: 100,
+  maxCallArguments: 8,
+};
+
+/** Two nested comprehensions allow "for each container, any of its ports"; three would be cubic. */
+const maxComprehensionNesting = 2;
+const comprehensionMacros = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
+
+export const admissionVariableNames = ['object', 'oldObject', 'namespaceObject', 'request'] as const;
+export type AdmissionVariableName = (typeof admissionVariableNames)[number];
+
+/**
+ * The environment is configuration, not state: it is built once, never registered into again, and
+ * shared by every compilation (building one is the expensive part of the library).
+ */
+const environment = admissionVariableNames.reduce(
+  (env, name) => env.registerVariable(name, 'dyn'),
+  new Environment({ enableOptionalTypes: true, limits }),
+);
+
+/** Where in the expression text a problem is: 0-based offset, 1-based line and column. */
+export interface ExpressionPosition {
+  readonly offset: number;
+  readonly line: number;
+  readonly column: number;
+}
+
+export interface ExpressionError {
+  /** The library's one-line summary, e.g. `Unexpected token: EOF`. */
+  readonly message: string;
+  readonly position: ExpressionPosition | undefined;
+}
+
+/** Variables already converted for CEL; only `toCelVariables` makes them. */
+export interface CelVariables {
+  readonly converted: Readonly<Record<AdmissionVariableName, unknown>>;
+}
+
+/** A thrown evaluation failure: the webhook cannot decide, answers 500, and the failurePolicy applies. */
+export class ExpressionEvaluationError extends Error {
+  override readonly name = 'ExpressionEvaluationError';
+}
+
+export interface CompiledExpression<T extends ExpressionResultType> {
+  readonly source: string;
+  readonly resultType: T;
+  /** Throws ExpressionEvaluationError when the expression fails or yields another type. */
+  evaluate(variables: CelVariables): ResultValue<T>;
+}
+
+export type CompileResult<T extends ExpressionResultType> =
+  | { readonly expression: CompiledExpression<T>; readonly error?: undefined }
+  | { readonly error: ExpressionError; readonly expression?: undefined };
+
+/**
+ * Parses and type-checks `source`. A `dyn` result is accepted (a label read through a `dyn`
+ * object is `dyn` until run) and checked again on every evaluation; any other type than the one
+ * wanted is a compile error.
+ */
+export function compileExpression<T extends ExpressionResultType>(source: string, resultType: T): CompileResult<T> {
+  let parsed: ParseResult;
+  try {
+    parsed = environment.parse(source);
+  } catch (error) {
+    if (error instanceof ParseError) {
+      return { error: { message: error.summary, position: positionOf(source, error.range?.start) } };
+    }
+    throw error;
+  }
+  const checked = parsed.check();
+  if (!checked.valid) {
+    const error = checked.error;
+    return {
+      error: {
+        message: error?.summary ?? 'type check failed',
+        position: positionOf(source, error?.range?.start),
+      },
+    };
+  }
+  if (checked.type !== resultType && checked.type !== 'dyn') {
+    return {
+      error: {
+        message: `must evaluate to ${resultType}, but its type is ${checked.type ?? 'unknown'}`,
+        position: positionOf(source, 0),
+      },
+    };
+  }
+  const nesting = comprehensionNesting(parsed.ast);
+  if (nesting.depth > maxComprehensionNesting) {
+    return {
+      error: {
+        message: `comprehensions nest ${nesting.depth} deep; at most ${maxComprehensionNesting} are allowed so evaluation cost stays bounded`,
+        position: positionOf(source, nesting.deepestAt),
+      },
+    };
+  }
+  return {
+    expression: {
+      source,
+      resultType,
+      evaluate: (variables) => evaluateChecked(parsed, source, resultType, variables),
+    },
+  };
+}
+
+function evaluateChecked<T extends ExpressionResultType>(parsed: ParseResult, source: string, resultType: T, variables: CelVariables): ResultValue<T> {
+  let value: unknown;
+  try {
+    value = parsed(variables.converted);
+  } catch (error) {
+    if (error instanceof EvaluationError || error instanceof CelTypeError) {
+      const position = positionOf(source, error.range?.start);
+      throw new ExpressionEvaluationError(`${error.summary}${position === undefined ? '' : ` (line ${position.line}, column ${position.column})`}`, { cause: error });
+    }
+    throw error;
+  }
+  const wantedJsType = resultType === 'string' ? 'string' : 'boolean';
+  if (typeof value !== wantedJsType) {
+    throw new ExpressionEvaluationError(`must evaluate to ${resultType}, got ${describeValue(value)}`);
+  }
+  return value as ResultValue<T>;
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) {
+    return 'null';
+  }
+  if (typeof value === 'bigint') {
+    return `int ${value}`;
+  }
+  if (Array.isArray(value)) {
+    return 'a list';
+  }
+  return typeof value === 'object' ? 'a map or message' : typeof value;
+}
+
+/**
+ * Builds the variables once per request. JSON integers become BigInt (CEL int64); fractions stay
+ * numbers (CEL double). Objects are copied, never modified.
+ */
+export function toCelVariables(values: Readonly<Record<AdmissionVariableName, unknown>>): CelVariables {
+  return {
+    converted: {
+      object: toCelValue(values.object),
+      oldObject: toCelValue(values.oldObject),
+      namespaceObject: toCelValue(values.namespaceObject),
+      request: toCelValue(values.request),
+    },
+  };
+}
+
+export function toCelValue(value: unknown): unknown {
+  if (value === undefined) {
+    // Absent is null in Kubernetes CEL (oldObject on CREATE, namespaceObject when unknown).
+    return null;
+  }
+  if (typeof value === 'number') {
+    return Number.isInteger(value) ? BigInt(value) : value;
+  }
+  if (Array.isArray(value)) {
+    return value.map(toCelValue);
+  }
+  if (value !== null && typeof value === 'object') {
+    const copy: Record<string, unknown> = {};
+    for (const [key, field] of Object.entries(value)) {
+      // An undefined field is absent on the wire; the library would report it as present.
+      if (field !== undefined) {
+        copy[key] = toCelValue(field);
+      }
+    }
+    return copy;
+  }
+  return value;
+}
+
+/** 1-based line and column (in UTF-16 code units, as editors count them) of an offset into `source`. */
+export function positionOf(source: string, offset: number | undefined): ExpressionPosition | undefined {
+  if (offset === undefined) {
+    return undefined;
+  }
+  const clamped = Math.max(0, Math.min(offset, source.length));
+  const before = source.slice(0, clamped);
+  const lineStart = before.lastIndexOf('\n') + 1;
+  const line = before.split('\n').length;
+  return { offset: clamped, line, column: clamped - lineStart + 1 };
+}
+
+/** The deepest chain of comprehension macros nested inside one another, and where it begins. */
+function comprehensionNesting(root: ASTNode): { depth: number; deepestAt: number } {
+  let deepest = { depth: 0, deepestAt: 0 };
+  const visit = (node: unknown, depth: number): void => {
+    if (Array.isArray(node)) {
+      for (const item of node) {
+        visit(item, depth);
+      }
+      return;
+    }
+    if (!isAstNode(node)) {
+      return;
+    }
+    if (node.op === 'rcall' && comprehensionMacros.has(node.args[0])) {
+      // Only the body repeats per element; a chained receiver (`l.map(..).filter(..)`) runs once.
+      const [, receiver, body] = node.args;
+      const inside = depth + 1;
+      if (inside > deepest.depth) {
+        deepest = { depth: inside, deepestAt: node.pos };
+      }
+      visit(receiver, depth);
+      visit(body, inside);
+      return;
+    }
+    visit(node.args, depth);
+  };
+  visit(root, 0);
+  return deepest;
+}
+
+function isAstNode(value: unknown): value is ASTNode {
+  return value !== null && typeof value === 'object' && 'op' in value && 'args' in value;
+}

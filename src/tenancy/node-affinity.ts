@@ -1,0 +1,166 @@
+/**
+ * The group's node requirement `<nodeLabel> In [G]` and a pod spec's own scheduling constraints.
+ *
+ * Required node affinity is an OR of `nodeSelectorTerms`, each an AND of its `matchExpressions`
+ * and `matchFields` (k8s.io/component-helpers/scheduling/corev1/nodeaffinity). Restricting a pod to
+ * group G therefore means ANDing the requirement into every term: adding it as a new term would
+ * only OR in one more way to schedule. A term with neither expressions nor fields matches no node
+ * upstream (`NewNodeSelector` skips it), so ANDing into it changes nothing and it is left alone;
+ * by the same reasoning it never lets the pod escape the group.
+ *
+ * All functions are pure; the mutating one returns a copy that shares every untouched part with
+ * its input (same object identity), so the JSON Patch diff touches only what changed.
+ */
+import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
+
+const termsPath = 'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
+
+/** The requirement a tenant of group G must carry in every required term. */
+export function groupRequirement(nodeLabel: string, group: string): NodeSelectorRequirement {
+  return { key: nodeLabel, operator: 'In', values: [group] };
+}
+
+/** True when `requirement` admits exactly the nodes labelled `<nodeLabel>=G` (values `[G]`, or G repeated). */
+export function isGroupRequirement(requirement: NodeSelectorRequirement, nodeLabel: string, group: string): boolean {
+  const values = requirement.values ?? [];
+  return requirement.key === nodeLabel && requirement.operator === 'In' && values.length > 0 && values.every((value) => value === group);
+}
+
+/** A term that matches no node at all (no expressions, no fields). */
+function matchesNothing(term: NodeSelectorTerm): boolean {
+  return (term.matchExpressions ?? []).length === 0 && (term.matchFields ?? []).length === 0;
+}
+
+export function termHoldsGroup(term: NodeSelectorTerm, nodeLabel: string, group: string): boolean {
+  return matchesNothing(term) || (term.matchExpressions ?? []).some((requirement) => isGroupRequirement(requirement, nodeLabel, group));
+}
+
+/**
+ * ANDs `<nodeLabel> In [G]` into every required term. No required affinity, or an empty list of
+ * terms, gets one term holding just the requirement. Preferred terms, `matchFields` and every other
+ * key stay as they are. Returns `spec` itself when nothing had to change.
+ */
+export function requireGroupInEveryTerm(spec: PodSpec, nodeLabel: string, group: string): PodSpec {
+  const requirement = groupRequirement(nodeLabel, group);
+  const affinity = spec.affinity;
+  const nodeAffinity = affinity?.nodeAffinity;
+  const required = nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  const terms = required?.nodeSelectorTerms ?? [];
+
+  let newTerms: NodeSelectorTerm[];
+  if (terms.length === 0) {
+    newTerms = [{ matchExpressions: [requirement] }];
+  } else {
+    newTerms = terms.map((term) => (termHoldsGroup(term, nodeLabel, group) ? term : { ...term, matchExpressions: [...(term.matchExpressions ?? []), requirement] }));
+    if (newTerms.every((term, index) => term === terms[index])) {
+      return spec;
+    }
+  }
+  return {
+    ...spec,
+    affinity: {
+      ...affinity,
+      nodeAffinity: {
+        ...nodeAffinity,
+        requiredDuringSchedulingIgnoredDuringExecution: { ...required, nodeSelectorTerms: newTerms },
+      },
+    },
+  };
+}
+
+/**
+ * Where the required affinity lacks the requirement: the paths of terms without it, or the affinity
+ * path itself when there is no required term at all. `prefix` is the path of the pod spec
+ * (`spec` for a pod, `spec.template.spec` for a DaemonSet).
+ */
+export function missingGroupRequirement(spec: PodSpec, nodeLabel: string, group: string, prefix: string): string[] {
+  const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  if (terms.length === 0) {
+    return [`${prefix}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`];
+  }
+  const missing: string[] = [];
+  terms.forEach((term, index) => {
+    if (!termHoldsGroup(term, nodeLabel, group)) {
+      missing.push(`${prefix}.${termsPath}[${index}]`);
+    }
+  });
+  return missing;
+}
+
+export interface Contradiction {
+  readonly field: string;
+  readonly detail: string;
+}
+
+/**
+ * The pod's own constraints that no node of group G can meet: a nodeSelector naming another value
+ * for the label, or a required term whose expressions on the label exclude G. One such term is
+ * enough (even when others are fine): the pod explicitly asked for another group's nodes, and
+ * quietly dropping that alternative would change what the author wrote.
+ */
+export function groupContradictions(spec: PodSpec, nodeLabel: string, group: string, prefix: string): Contradiction[] {
+  const contradictions: Contradiction[] = [];
+  const selected = spec.nodeSelector?.[nodeLabel];
+  if (selected !== undefined && selected !== group) {
+    contradictions.push({ field: `${prefix}.nodeSelector`, detail: `selects ${nodeLabel}=${selected}, not the namespace's group ${group}` });
+  }
+  const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  terms.forEach((term, termIndex) => {
+    (term.matchExpressions ?? []).forEach((requirement, index) => {
+      if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
+        contradictions.push({
+          field: `${prefix}.${termsPath}[${termIndex}].matchExpressions[${index}]`,
+          detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}`,
+        });
+      }
+    });
+  });
+  return contradictions;
+}
+
+/**
+ * Whether a node labelled with `value` satisfies `requirement` (labels.Requirement.Matches for node
+ * selectors). Operators the API server would reject anyway are given the benefit of the doubt.
+ */
+function admitsValue(requirement: NodeSelectorRequirement, value: string): boolean {
+  const values = requirement.values ?? [];
+  switch (requirement.operator) {
+    case 'In':
+      return values.includes(value);
+    case 'NotIn':
+      return !values.includes(value);
+    case 'Exists':
+      return true;
+    case 'DoesNotExist':
+      return false;
+    case 'Gt':
+    case 'Lt': {
+      // Both sides are parsed with strconv.ParseInt(s, 10, 64); a label that does not parse never matches.
+      const label = parseInt64(value);
+      const bound = parseInt64(values[0] ?? '');
+      if (label === undefined || bound === undefined) {
+        return false;
+      }
+      return requirement.operator === 'Gt' ? label > bound : label < bound;
+    }
+    default:
+      return true;
+  }
+}
+
+const int64Min = -(2n ** 63n);
+const int64Max = 2n ** 63n - 1n;
+
+/** Go's strconv.ParseInt(s, 10, 64): optional sign, ASCII digits, within int64. */
+function parseInt64(text: string): bigint | undefined {
+  if (!/^[+-]?[0-9]+$/.test(text)) {
+    return undefined;
+  }
+  const value = BigInt(text);
+  return value < int64Min || value > int64Max ? undefined : value;
+}
+
+function describeRequirement(requirement: NodeSelectorRequirement): string {
+  const values = requirement.values === undefined ? '' : ` [${requirement.values.join(', ')}]`;
+  return `${requirement.key} ${requirement.operator}${values}`;
+}

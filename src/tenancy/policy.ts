@@ -1,0 +1,222 @@
+/**
+ * The TenancyPolicy resource (DESIGN.md §3): its type once loaded, and the parsing of one decoded
+ * document into it. Every field is checked, and every problem is reported (not only the first),
+ * with the file, the field, and for CEL the line and column inside the expression.
+ */
+import type { TaintEffect } from '../api/types.js';
+import { compileExpression } from './cel.js';
+import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
+import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
+
+export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
+export const tenancyPolicyKind = 'TenancyPolicy';
+
+/** Deny refuses the request; Warn lets it through with AdmissionReview warnings. */
+export type Enforcement = 'Deny' | 'Warn';
+
+export interface DedicatedTaint {
+  readonly key: string;
+  readonly effect: TaintEffect;
+}
+
+export interface TenancyPolicy {
+  readonly name: string;
+  /** The file the policy came from, for messages. */
+  readonly file: string;
+  /** CEL → the namespace's group; '' means the namespace belongs to no group. */
+  readonly group: CompiledExpression<'string'>;
+  /** Nodes of group G carry the taint `<key>=G:<effect>`. */
+  readonly taint: DedicatedTaint;
+  /** Nodes of group G carry the label `<nodeLabel>=G`. */
+  readonly nodeLabel: string;
+  /** CEL on the pod: true leaves it out of the tenant rules. */
+  readonly exempt: CompiledExpression<'bool'> | undefined;
+  /** CEL: true lets the namespace's pods tolerate every group (node agents). */
+  readonly infrastructure: CompiledExpression<'bool'> | undefined;
+  readonly enforcement: Enforcement;
+}
+
+export interface PolicyLoadError {
+  readonly file: string;
+  /** 1-based line in the file of the offending value, when the source positions are known. */
+  readonly line?: number;
+  /** metadata.name, when the document has one. */
+  readonly policy?: string;
+  /** The field at fault, e.g. `spec.group`. */
+  readonly field?: string;
+  /** For CEL errors: where inside the expression. */
+  readonly expressionPosition?: ExpressionPosition;
+  readonly message: string;
+}
+
+/** `file:line: TenancyPolicy "name": spec.group: line 1, column 5 of the expression: message`. */
+export function formatPolicyLoadError(error: PolicyLoadError): string {
+  const parts = [error.line === undefined ? error.file : `${error.file}:${error.line}`];
+  if (error.policy !== undefined) {
+    parts.push(`${tenancyPolicyKind} "${error.policy}"`);
+  }
+  if (error.field !== undefined) {
+    parts.push(error.field);
+  }
+  if (error.expressionPosition !== undefined) {
+    parts.push(`line ${error.expressionPosition.line}, column ${error.expressionPosition.column} of the expression`);
+  }
+  parts.push(error.message);
+  return parts.join(': ');
+}
+
+/** Where a document came from: its file and, when known, the line of a field's value. */
+export interface DocumentOrigin {
+  readonly file: string;
+  lineOf(path: readonly string[]): number | undefined;
+}
+
+export type PolicyParseResult =
+  | { readonly policy: TenancyPolicy; readonly errors: readonly [] }
+  | { readonly policy?: undefined; readonly errors: readonly PolicyLoadError[] };
+
+const effects: readonly TaintEffect[] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+const enforcements: readonly Enforcement[] = ['Deny', 'Warn'];
+const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement']);
+const taintFields = new Set(['key', 'effect']);
+/** metadata.name follows the rule of most Kubernetes object names: a DNS-1123 subdomain, ≤ 253. */
+const objectNameFormat = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const objectNameMaxLength = 253;
+
+/**
+ * Parses a document already known to be `kind: TenancyPolicy`. Unknown fields in `spec` are
+ * errors, not ignored: a misspelt `exmpt` silently dropped would leave pods un-exempted.
+ */
+export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): PolicyParseResult {
+  const errors: PolicyLoadError[] = [];
+  let name: string | undefined;
+  const report = (path: readonly string[], message: string, extra: Partial<PolicyLoadError> = {}): void => {
+    const line = origin.lineOf(path);
+    errors.push({
+      file: origin.file,
+      ...(line === undefined ? {} : { line }),
+      ...(name === undefined ? {} : { policy: name }),
+      field: path.join('.'),
+      message,
+      ...extra,
+    });
+  };
+
+  if (!isObject(document)) {
+    errors.push({ file: origin.file, message: 'a TenancyPolicy must be an object' });
+    return { errors };
+  }
+  const metadata = document.metadata;
+  const rawName = isObject(metadata) ? metadata.name : undefined;
+  if (typeof rawName === 'string' && rawName.length > 0) {
+    name = rawName;
+    if (rawName.length > objectNameMaxLength || !objectNameFormat.test(rawName)) {
+      report(['metadata', 'name'], `must be a lowercase RFC 1123 subdomain of at most ${objectNameMaxLength} characters`);
+    }
+  } else {
+    report(['metadata', 'name'], 'required: a non-empty string');
+  }
+  if (document.apiVersion !== tenancyPolicyApiVersion) {
+    report(['apiVersion'], `must be ${tenancyPolicyApiVersion}, got ${show(document.apiVersion)}`);
+  }
+
+  const spec = document.spec;
+  if (!isObject(spec)) {
+    report(['spec'], 'required: an object');
+    return { errors };
+  }
+  for (const field of Object.keys(spec)) {
+    if (!specFields.has(field)) {
+      report(['spec', field], `unknown field; known fields are ${[...specFields].join(', ')}`);
+    }
+  }
+
+  const compile = <T extends ExpressionResultType>(field: string, resultType: T, required: boolean): CompiledExpression<T> | undefined => {
+    const source = spec[field];
+    if (source === undefined && !required) {
+      return undefined;
+    }
+    if (typeof source !== 'string' || source.trim().length === 0) {
+      report(['spec', field], `required: a CEL expression (a string) evaluating to ${resultType}`);
+      return undefined;
+    }
+    const compiled = compileExpression(source, resultType);
+    if (compiled.error !== undefined) {
+      report(['spec', field], compiled.error.message, compiled.error.position === undefined ? {} : { expressionPosition: compiled.error.position });
+      return undefined;
+    }
+    return compiled.expression;
+  };
+
+  const group = compile('group', 'string', true);
+  const exempt = compile('exempt', 'bool', false);
+  const infrastructure = compile('infrastructure', 'bool', false);
+
+  const taint = parseTaint(spec.taint, report);
+
+  const nodeLabel = spec.nodeLabel;
+  if (typeof nodeLabel !== 'string') {
+    report(['spec', 'nodeLabel'], 'required: a label key');
+  } else {
+    for (const message of isQualifiedName(nodeLabel)) {
+      report(['spec', 'nodeLabel'], `must be a valid label key: ${message}`);
+    }
+  }
+
+  // Absent means Deny: a policy that forgot the field should protect, not merely warn.
+  const enforcement = spec.enforcement ?? 'Deny';
+  if (!enforcements.includes(enforcement as Enforcement)) {
+    report(['spec', 'enforcement'], `unsupported value ${show(enforcement)}: supported values are ${enforcements.join(', ')}`);
+  }
+
+  if (errors.length > 0 || name === undefined || group === undefined || taint === undefined || typeof nodeLabel !== 'string') {
+    return { errors };
+  }
+  return {
+    policy: { name, file: origin.file, group, taint, nodeLabel, exempt, infrastructure, enforcement: enforcement as Enforcement },
+    errors: [],
+  };
+}
+
+function parseTaint(taint: unknown, report: (path: readonly string[], message: string) => void): DedicatedTaint | undefined {
+  if (!isObject(taint)) {
+    report(['spec', 'taint'], 'required: an object with key and effect (the value is the group)');
+    return undefined;
+  }
+  let valid = true;
+  for (const field of Object.keys(taint)) {
+    if (!taintFields.has(field)) {
+      report(['spec', 'taint', field], field === 'value' ? 'must not be set: the taint value is the group' : 'unknown field; known fields are key, effect');
+      valid = false;
+    }
+  }
+  const { key, effect } = taint;
+  if (typeof key !== 'string') {
+    report(['spec', 'taint', 'key'], 'required: a taint key');
+    valid = false;
+  } else {
+    for (const message of isQualifiedName(key)) {
+      report(['spec', 'taint', 'key'], `must be a qualified name: ${message}`);
+      valid = false;
+    }
+  }
+  if (!effects.includes(effect as TaintEffect)) {
+    report(['spec', 'taint', 'effect'], `unsupported value ${show(effect)}: supported values are ${effects.join(', ')}`);
+    valid = false;
+  }
+  return valid ? { key: key as string, effect: effect as TaintEffect } : undefined;
+}
+
+/** Why a group value cannot be used, or [] when it can: it becomes a label and toleration value. */
+export function groupValueErrors(group: string): string[] {
+  return isValidLabelValue(group);
+}
+
+/** A value as written, for messages; JSON.stringify gives undefined for an absent one. */
+function show(value: unknown): string {
+  return value === undefined ? 'nothing' : JSON.stringify(value);
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}

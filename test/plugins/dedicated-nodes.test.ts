@@ -1,0 +1,450 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { defaultFeatureGates } from '../../src/api/feature-gates.js';
+import type { JsonObject, Namespace, Node, NodeSelectorTerm, Toleration } from '../../src/api/types.js';
+import { createDedicatedNodes } from '../../src/plugins/dedicated-nodes.js';
+import type { AdmissionAttributes, Denial, Operation, PluginContext } from '../../src/plugins/plugin.js';
+import type { TenancyPolicy } from '../../src/tenancy/policy.js';
+import { compilePolicy, labelPolicySpec, namespace, node, pod } from '../tenancy/tenancy-fixtures.js';
+
+// --- cluster state --------------------------------------------------------------------------
+
+const byLabel = compilePolicy('by-label');
+const warnByLabel = compilePolicy('warn-by-label', { ...labelPolicySpec(), enforcement: 'Warn' });
+const byPrefix = compilePolicy('by-prefix', {
+  ...labelPolicySpec(),
+  group: "namespaceObject.metadata.name.startsWith('team-') ? 'team-' + namespaceObject.metadata.name.split('-')[1] : ''",
+  taint: { key: 'tenant', effect: 'NoSchedule' },
+  nodeLabel: 'tenant',
+});
+
+const namespaces: Record<string, Namespace> = {
+  ml: namespace('ml', { dedicated: 'gpu' }),
+  web: namespace('web'),
+  logging: namespace('logging', { 'tolerator.dev/node-infrastructure': 'true' }),
+  'team-a-dev': namespace('team-a-dev', { dedicated: 'gpu' }),
+};
+
+const nodes: Node[] = [
+  node('gpu-1', { dedicated: 'gpu' }, [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]),
+  node('team-b-1', { dedicated: 'team-b' }, [{ key: 'dedicated', value: 'team-b', effect: 'NoSchedule' }]),
+  node('tainted-only-1', {}, [{ key: 'dedicated', value: 'team-c', effect: 'NoSchedule' }]),
+  node('plain-1'),
+];
+
+const gpuToleration: Toleration = { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' };
+const gpuRequirement = { key: 'dedicated', operator: 'In', values: ['gpu'] };
+const termsKey = 'requiredDuringSchedulingIgnoredDuringExecution';
+
+function context(ns: string | undefined, comparisonOperators = false): PluginContext {
+  return {
+    gates: { ...defaultFeatureGates, TaintTolerationComparisonOperators: comparisonOperators },
+    namespace: ns === undefined ? undefined : namespaces[ns],
+    node: (name) => nodes.find((candidate) => candidate.metadata.name === name),
+    nodes: () => nodes,
+  };
+}
+
+function podAttributes(operation: Operation, object: JsonObject, oldObject?: JsonObject, ns = 'ml'): AdmissionAttributes {
+  return {
+    operation,
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    subResource: '',
+    namespace: ns,
+    name: 'app',
+    object,
+    oldObject,
+    dryRun: false,
+  };
+}
+
+function daemonSet(podSpec: JsonObject, templateLabels: Record<string, string> = {}): JsonObject {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: { name: 'agent', namespace: 'ml' },
+    spec: {
+      selector: { matchLabels: { app: 'agent' } },
+      template: { metadata: { labels: { app: 'agent', ...templateLabels } }, spec: { containers: [{ name: 'agent', image: 'agent:1' }], ...podSpec } },
+    },
+  };
+}
+
+function daemonSetAttributes(operation: Operation, object: JsonObject, oldObject?: JsonObject): AdmissionAttributes {
+  return {
+    ...podAttributes(operation, object, oldObject),
+    kind: { group: 'apps', version: 'v1', kind: 'DaemonSet' },
+    resource: { group: 'apps', version: 'v1', resource: 'daemonsets' },
+    name: 'agent',
+  };
+}
+
+function withRequired(terms: NodeSelectorTerm[], extra: JsonObject = {}): JsonObject {
+  return { ...extra, affinity: { nodeAffinity: { [termsKey]: { nodeSelectorTerms: terms } } } };
+}
+
+/** A tenant pod of group gpu as the mutating side leaves it. */
+function mutatedGpuPod(extra: JsonObject = {}, metadata: JsonObject = {}): JsonObject {
+  return pod({ tolerations: [gpuToleration], ...withRequired([{ matchExpressions: [gpuRequirement] }]), ...extra }, metadata);
+}
+
+function specOf(object: JsonObject | undefined): JsonObject {
+  return (object?.spec ?? {}) as JsonObject;
+}
+
+function requiredTermsOf(spec: JsonObject): unknown {
+  const affinity = spec.affinity as { nodeAffinity?: Record<string, { nodeSelectorTerms?: unknown }> } | undefined;
+  return affinity?.nodeAffinity?.[termsKey]?.nodeSelectorTerms;
+}
+
+function forbiddenMessage(denial: Denial | undefined): string {
+  return denial?.reason === 'Forbidden' ? denial.message : '';
+}
+
+function plugin(...policies: TenancyPolicy[]): ReturnType<typeof createDedicatedNodes> {
+  const set = { policies: policies.length === 0 ? [byLabel] : policies };
+  return createDedicatedNodes(() => set);
+}
+
+// --- handles --------------------------------------------------------------------------------
+
+describe('DedicatedNodes handles', () => {
+  const rows: { name: string; given: AdmissionAttributes; want: boolean }[] = [
+    { name: 'a pod CREATE is handled', given: podAttributes('CREATE', pod()), want: true },
+    { name: 'a pod UPDATE is handled', given: podAttributes('UPDATE', pod(), pod()), want: true },
+    { name: 'a pod DELETE is not handled', given: podAttributes('DELETE', pod()), want: false },
+    { name: 'a pod subresource is not handled', given: { ...podAttributes('CREATE', pod()), subResource: 'binding' }, want: false },
+    { name: 'a DaemonSet UPDATE is handled', given: daemonSetAttributes('UPDATE', daemonSet({}), daemonSet({})), want: true },
+    { name: 'a Deployment is not handled', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' } }, want: false },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      assert.equal(plugin().handles(row.given), row.want);
+    });
+  }
+});
+
+// --- mutation -------------------------------------------------------------------------------
+
+describe('DedicatedNodes admit on pod CREATE', () => {
+  interface Want {
+    readonly tolerations?: unknown;
+    readonly terms?: unknown;
+    readonly preferred?: unknown;
+    readonly unchanged?: boolean;
+    readonly denial?: RegExp;
+    readonly decision?: string;
+  }
+  const preferred = [{ weight: 1, preference: { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] } }];
+  const rows: { name: string; given: { ns: string | undefined; pod: JsonObject; policies?: TenancyPolicy[] }; want: Want }[] = [
+    {
+      name: 'a tenant pod with no affinity gets the toleration and one required term',
+      given: { ns: 'ml', pod: pod() },
+      want: { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }], decision: 'mutated' },
+    },
+    {
+      name: 'a tenant pod with two ORed terms gets the requirement in both',
+      given: { ns: 'ml', pod: pod(withRequired([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }, { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }])) },
+      want: {
+        tolerations: [gpuToleration],
+        terms: [
+          { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }, gpuRequirement] },
+          { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }, gpuRequirement] },
+        ],
+      },
+    },
+    {
+      name: "a tenant DaemonSet pod's matchFields term keeps the field and gains the requirement",
+      given: { ns: 'ml', pod: pod(withRequired([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }] }])) },
+      want: { terms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }], matchExpressions: [gpuRequirement] }] },
+    },
+    {
+      name: 'a tenant pod with a preferred term keeps it and gains a required term',
+      given: { ns: 'ml', pod: pod({ affinity: { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: preferred } } }) },
+      want: { preferred, terms: [{ matchExpressions: [gpuRequirement] }] },
+    },
+    {
+      name: 'a tenant pod keeps its own tolerations, the group toleration appended after them',
+      given: { ns: 'ml', pod: pod({ tolerations: [{ key: 'x', operator: 'Exists' }] }) },
+      want: { tolerations: [{ key: 'x', operator: 'Exists' }, gpuToleration] },
+    },
+    {
+      name: 'a tenant pod already carrying the pair is returned as the same object',
+      given: { ns: 'ml', pod: mutatedGpuPod() },
+      want: { unchanged: true, decision: 'unchanged' },
+    },
+    {
+      name: 'a tenant pod whose nodeSelector names another group is denied',
+      given: { ns: 'ml', pod: pod({ nodeSelector: { dedicated: 'team-b' } }) },
+      want: { denial: /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.nodeSelector selects dedicated=team-b/, decision: 'denied' },
+    },
+    {
+      name: 'a tenant pod with one term pinning another group among fine terms is denied',
+      given: { ns: 'ml', pod: pod(withRequired([{ matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, { matchExpressions: [{ key: 'dedicated', operator: 'NotIn', values: ['gpu'] }] }])) },
+      want: { denial: /nodeSelectorTerms\[1\]\.matchExpressions\[0\] dedicated NotIn \[gpu\] excludes the namespace's group gpu/ },
+    },
+    {
+      name: 'an exempt tenant pod is left unchanged',
+      given: { ns: 'ml', pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) },
+      want: { unchanged: true, decision: 'exempt' },
+    },
+    {
+      name: 'a mirror pod is never mutated',
+      given: { ns: 'ml', pod: pod({}, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }) },
+      want: { unchanged: true },
+    },
+    {
+      name: 'a pod of a namespace with no group is left unchanged',
+      given: { ns: 'web', pod: pod() },
+      want: { unchanged: true },
+    },
+    {
+      name: 'a pod of an unknown namespace is left unchanged',
+      given: { ns: undefined, pod: pod() },
+      want: { unchanged: true },
+    },
+    {
+      name: 'a pod of a namespace two policies put in different groups is denied, naming both',
+      given: { ns: 'team-a-dev', pod: pod(), policies: [byLabel, byPrefix] },
+      want: { denial: /namespace "team-a-dev" belongs to more than one dedicated-node group \(policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"\)/, decision: 'conflict' },
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const given = structuredClone(row.given.pod);
+      const outcome = plugin(...(row.given.policies ?? [])).admit(given, podAttributes('CREATE', given, undefined, row.given.ns ?? 'ml'), context(row.given.ns));
+      assert.deepEqual(given, row.given.pod, 'the input is never modified');
+      if (row.want.denial !== undefined) {
+        assert.equal(outcome.denial?.reason, 'Forbidden');
+        assert.match(forbiddenMessage(outcome.denial), row.want.denial);
+      } else {
+        assert.equal(outcome.denial, undefined);
+      }
+      if (row.want.unchanged === true) {
+        assert.equal(outcome.object, given);
+      }
+      const spec = specOf(outcome.object);
+      if (row.want.tolerations !== undefined) assert.deepEqual(spec.tolerations, row.want.tolerations);
+      if (row.want.terms !== undefined) assert.deepEqual(requiredTermsOf(spec), row.want.terms);
+      if (row.want.preferred !== undefined) {
+        const nodeAffinity = (spec.affinity as { nodeAffinity: JsonObject }).nodeAffinity;
+        assert.deepEqual(nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution, row.want.preferred);
+      }
+      if (row.want.decision !== undefined) assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], row.want.decision);
+    });
+  }
+
+  it('records the policy, group and decision of a mutation in audit annotations', () => {
+    const outcome = plugin().admit(pod(), podAttributes('CREATE', pod()), context('ml'));
+    assert.deepEqual(outcome.auditAnnotations, { 'dedicated-nodes-policy': 'by-label', 'dedicated-nodes-group': 'gpu', 'dedicated-nodes-decision': 'mutated' });
+  });
+
+  it('does nothing on pod UPDATE, where affinity is immutable', () => {
+    const given = pod();
+    assert.equal(plugin().admit(given, podAttributes('UPDATE', given, pod()), context('ml')).object, given);
+  });
+
+  it('under Warn, warns about a contradicting pod and leaves it unchanged', () => {
+    const given = pod({ nodeSelector: { dedicated: 'team-b' } });
+    const outcome = plugin(warnByLabel).admit(given, podAttributes('CREATE', given), context('ml'));
+    assert.deepEqual({ object: outcome.object === given, denial: outcome.denial, decision: outcome.auditAnnotations?.['dedicated-nodes-decision'] }, { object: true, denial: undefined, decision: 'warned' });
+    assert.match(outcome.warnings?.[0] ?? '', /^DedicatedNodes \(enforcement Warn, policy "warn-by-label"\): .*selects dedicated=team-b/);
+  });
+
+  it('reads the policies through the getter on every call, so a reload takes effect', () => {
+    let set = { policies: [] as TenancyPolicy[] };
+    const reloading = createDedicatedNodes(() => set);
+    const given = pod();
+    assert.equal(reloading.admit(given, podAttributes('CREATE', given), context('ml')).object, given);
+    set = { policies: [byLabel] };
+    assert.deepEqual(specOf(reloading.admit(given, podAttributes('CREATE', given), context('ml')).object).tolerations, [gpuToleration]);
+  });
+
+  it('throws "could not decide" when a policy expression fails', () => {
+    const failing = compilePolicy('failing', { ...labelPolicySpec(), group: "namespaceObject.metadata.labels['missing']" });
+    assert.throws(() => plugin(failing).admit(pod(), podAttributes('CREATE', pod()), context('ml')), /could not decide: policy "failing"/);
+  });
+});
+
+describe('DedicatedNodes admit on DaemonSets', () => {
+  it('mutates the template of a DaemonSet created in a tenant namespace', () => {
+    const given = daemonSet({});
+    const outcome = plugin().admit(given, daemonSetAttributes('CREATE', given), context('ml'));
+    const template = (specOf(outcome.object).template ?? {}) as JsonObject;
+    const templateSpec = (template.spec ?? {}) as JsonObject;
+    assert.deepEqual({ tolerations: templateSpec.tolerations, terms: requiredTermsOf(templateSpec) }, { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }] });
+    assert.equal(template.metadata, (specOf(given).template as JsonObject).metadata, 'the template metadata is the same object');
+  });
+
+  it('mutates the template on a DaemonSet UPDATE too', () => {
+    const given = daemonSet({ tolerations: [{ key: 'x', operator: 'Exists' }] });
+    const outcome = plugin().admit(given, daemonSetAttributes('UPDATE', given, daemonSet({})), context('ml'));
+    const templateSpec = ((specOf(outcome.object).template as JsonObject).spec ?? {}) as JsonObject;
+    assert.deepEqual(templateSpec.tolerations, [{ key: 'x', operator: 'Exists' }, gpuToleration]);
+  });
+
+  it('leaves a DaemonSet whose template is exempt unchanged', () => {
+    const given = daemonSet({}, { 'tolerator.dev/exempt': 'true' });
+    assert.equal(plugin().admit(given, daemonSetAttributes('CREATE', given), context('ml')).object, given);
+  });
+});
+
+// --- validation -----------------------------------------------------------------------------
+
+describe('DedicatedNodes validate', () => {
+  interface Given {
+    readonly ns?: string;
+    readonly pod: JsonObject;
+    readonly operation?: Operation;
+    readonly oldPod?: JsonObject;
+    readonly policies?: TenancyPolicy[];
+    readonly comparisonOperators?: boolean;
+  }
+  interface Want {
+    readonly denial?: RegExp;
+    readonly warning?: RegExp;
+    readonly decision?: string;
+    readonly infrastructure?: RegExp;
+  }
+  const rows: { name: string; given: Given; want: Want }[] = [
+    // Tenant pairs.
+    {
+      name: 'a tenant pod that skipped mutation is denied, naming the missing toleration and affinity',
+      given: { pod: pod() },
+      want: { denial: /must tolerate the taint dedicated=gpu:NoSchedule: spec\.tolerations lacks .*; .*must require dedicated In \[gpu\] in every required node affinity term: missing in spec\.affinity\.nodeAffinity\.requiredDuringSchedulingIgnoredDuringExecution$/, decision: 'denied' },
+    },
+    { name: 'the same pod after mutation is allowed', given: { pod: mutatedGpuPod() }, want: { decision: 'allowed' } },
+    {
+      name: 'a tenant pod missing the requirement in one of two terms is denied naming that term',
+      given: { pod: pod({ tolerations: [gpuToleration], ...withRequired([{ matchExpressions: [gpuRequirement] }, { matchExpressions: [{ key: 'zone', operator: 'Exists' }] }]) }) },
+      want: { denial: /missing in spec\.affinity\.nodeAffinity\.requiredDuringSchedulingIgnoredDuringExecution\.nodeSelectorTerms\[1\]$/ },
+    },
+    {
+      name: 'a tenant pod whose group toleration has an empty effect still tolerates its taint',
+      given: { pod: mutatedGpuPod({ tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu' }] }) },
+      want: { decision: 'allowed' },
+    },
+    { name: 'an exempt tenant pod without the pair is allowed', given: { pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { decision: 'exempt' } },
+    { name: 'a mirror pod pinned to another group node is allowed', given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }) }, want: {} },
+    { name: 'a pod of a namespace with no group needs no pair', given: { ns: 'web', pod: pod() }, want: { decision: 'allowed' } },
+
+    // Foreign tolerations.
+    {
+      name: 'a tenant pod with an Exists toleration on the dedicated key is denied',
+      given: { pod: mutatedGpuPod({ tolerations: [gpuToleration, { key: 'dedicated', operator: 'Exists' }] }) },
+      want: { denial: /^spec\.tolerations\[1\] tolerates the dedicated taint of every group \(dedicated=<group>:NoSchedule, policy "by-label"\); namespace "ml" belongs to group "gpu", and only an infrastructure namespace may reach other groups' nodes$/ },
+    },
+    {
+      name: 'a non-tenant pod with an Exists toleration on the dedicated key is denied',
+      given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }] }) },
+      want: { denial: /spec\.tolerations\[0\] tolerates the dedicated taint of every group .*namespace "web" belongs to no group/ },
+    },
+    { name: 'a non-tenant pod with an empty-key Exists toleration is denied', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists' }] }) }, want: { denial: /spec\.tolerations\[0\] tolerates the dedicated taint of every group/ } },
+    { name: 'a non-tenant pod with an empty-key Exists toleration for the taint effect is denied', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists', effect: 'NoSchedule' }] }) }, want: { denial: /spec\.tolerations\[0\]/ } },
+    { name: 'a non-tenant pod with an empty-key Exists toleration for another effect is allowed', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists', effect: 'NoExecute' }] }) }, want: { decision: 'allowed' } },
+    { name: "a non-tenant pod tolerating a group's taint by value is denied", given: { ns: 'web', pod: pod({ tolerations: [gpuToleration] }) }, want: { denial: /tolerates the dedicated taint of group "gpu"/ } },
+    { name: "a tenant pod tolerating another group's taint by value is denied", given: { pod: mutatedGpuPod({ tolerations: [gpuToleration, { key: 'dedicated', operator: 'Equal', value: 'team-b', effect: 'NoSchedule' }] }) }, want: { denial: /spec\.tolerations\[1\] tolerates the dedicated taint of group "team-b"/ } },
+    { name: 'an exempt pod may still not tolerate another group', given: { pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { denial: /tolerates the dedicated taint of every group/ } },
+    { name: 'a Gt toleration on the key is foreign when the comparison gate is on', given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }), comparisonOperators: true }, want: { denial: /a numeric range of groups/ } },
+    { name: 'a Gt toleration tolerates nothing when the comparison gate is off', given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }) }, want: { decision: 'allowed' } },
+    {
+      name: 'an infrastructure namespace pod tolerating every group is allowed and audited',
+      given: { ns: 'logging', pod: pod({ tolerations: [{ operator: 'Exists' }] }) },
+      want: { decision: 'allowed', infrastructure: /^allowed for an infrastructure namespace: by-label: spec\.tolerations\[0\] tolerates the dedicated taint of every group/ },
+    },
+
+    // nodeName.
+    { name: "a non-tenant pod pinned to another group's node is denied", given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }) }, want: { denial: /^spec\.nodeName "gpu-1" is a node of group "gpu" \(policy "by-label"\); namespace "web" belongs to no group/ } },
+    { name: 'a non-tenant pod pinned to a node carrying only the dedicated taint is denied', given: { ns: 'web', pod: pod({ nodeName: 'tainted-only-1' }) }, want: { denial: /spec\.nodeName "tainted-only-1" is a node of group "team-c"/ } },
+    { name: "a tenant pod pinned to another group's node is denied", given: { pod: mutatedGpuPod({ nodeName: 'team-b-1' }) }, want: { denial: /spec\.nodeName "team-b-1" is a node of group "team-b"/ } },
+    { name: 'a tenant pod pinned to a node outside its group is denied', given: { pod: mutatedGpuPod({ nodeName: 'plain-1' }) }, want: { denial: /spec\.nodeName "plain-1" is not a node of group "gpu"/ } },
+    { name: 'a tenant pod pinned to a node of its group is allowed', given: { pod: mutatedGpuPod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed' } },
+    { name: 'a non-tenant pod pinned to an ungrouped node is allowed', given: { ns: 'web', pod: pod({ nodeName: 'plain-1' }) }, want: { decision: 'allowed' } },
+    { name: 'a pod pinned to a node the cluster state does not know is allowed with a warning', given: { ns: 'web', pod: pod({ nodeName: 'new-node' }) }, want: { decision: 'allowed', warning: /node "new-node" named by spec\.nodeName is not in the cluster state/ } },
+    { name: "an infrastructure namespace pod pinned to a group's node is allowed", given: { ns: 'logging', pod: pod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed', infrastructure: /spec\.nodeName "gpu-1" is a node of group "gpu"/ } },
+
+    // UPDATE.
+    {
+      name: 'an UPDATE adding a foreign toleration is denied',
+      given: { ns: 'web', operation: 'UPDATE', oldPod: pod(), pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }) },
+      want: { denial: /spec\.tolerations\[0\] tolerates the dedicated taint of every group/ },
+    },
+    {
+      name: 'an UPDATE keeping a foreign toleration the pod already had is allowed',
+      given: { ns: 'web', operation: 'UPDATE', oldPod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }), pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }, { labels: { new: 'label' } }) },
+      want: { decision: 'allowed' },
+    },
+    { name: 'an UPDATE of a tenant pod created before the policy, without the pair, is allowed', given: { operation: 'UPDATE', oldPod: pod(), pod: pod({}, { labels: { new: 'label' } }) }, want: { decision: 'allowed' } },
+    { name: 'an UPDATE of a pod already bound to another group node is allowed', given: { ns: 'web', operation: 'UPDATE', oldPod: pod({ nodeName: 'gpu-1' }), pod: pod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed' } },
+
+    // Enforcement and configuration.
+    {
+      name: 'under Warn a tenant pod without the pair is allowed with warnings',
+      given: { pod: pod(), policies: [warnByLabel] },
+      want: { decision: 'warned', warning: /^DedicatedNodes \(enforcement Warn, policy "warn-by-label"\): pods in namespace "ml" \(group "gpu", policy "warn-by-label"\) must tolerate/ },
+    },
+    { name: 'under Warn a foreign toleration is allowed with a warning', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists' }] }), policies: [warnByLabel] }, want: { decision: 'warned', warning: /tolerates the dedicated taint of every group/ } },
+    {
+      name: 'a pod of a namespace two policies put in different groups is denied, naming both',
+      given: { ns: 'team-a-dev', pod: mutatedGpuPod(), policies: [byLabel, byPrefix] },
+      want: { denial: /policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"/, decision: 'conflict' },
+    },
+    {
+      name: 'an UPDATE of a pod in a namespace two policies put in different groups is allowed with a warning',
+      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod(), policies: [byLabel, byPrefix] },
+      want: { warning: /policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"/, decision: 'conflict' },
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const { given } = row;
+      const attributes = podAttributes(given.operation ?? 'CREATE', given.pod, given.oldPod, given.ns ?? 'ml');
+      const outcome = plugin(...(given.policies ?? [])).validate(given.pod, attributes, context(given.ns ?? 'ml', given.comparisonOperators));
+      if (row.want.denial === undefined) {
+        assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));
+      } else {
+        assert.equal(outcome.denial?.reason, 'Forbidden');
+        assert.match(forbiddenMessage(outcome.denial), row.want.denial);
+      }
+      if (row.want.warning === undefined) {
+        assert.equal(outcome.warnings, undefined);
+      } else {
+        assert.ok(outcome.warnings?.some((warning) => row.want.warning?.test(warning)), (outcome.warnings ?? []).join('\n'));
+      }
+      if (row.want.decision !== undefined) assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], row.want.decision);
+      if (row.want.infrastructure !== undefined) assert.match(outcome.auditAnnotations?.['dedicated-nodes-infrastructure'] ?? '', row.want.infrastructure);
+    });
+  }
+
+  it('allows what its own mutation produced for every tenant pod shape of the admit table', () => {
+    const shapes = [pod(), pod(withRequired([{ matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n'] }] }]))];
+    for (const shape of shapes) {
+      const mutated = plugin().admit(shape, podAttributes('CREATE', shape), context('ml')).object ?? {};
+      assert.equal(plugin().validate(mutated, podAttributes('CREATE', mutated), context('ml')).denial, undefined);
+    }
+  });
+});
+
+describe('DedicatedNodes validate on DaemonSets', () => {
+  const rows: { name: string; given: { object: JsonObject; operation: Operation; old?: JsonObject }; want: RegExp | undefined }[] = [
+    { name: 'a DaemonSet template without the pair is denied on CREATE', given: { object: daemonSet({}), operation: 'CREATE' }, want: /DaemonSet pod templates in namespace "ml" .* must tolerate .*spec\.template\.spec\.tolerations lacks/ },
+    {
+      name: 'a DaemonSet UPDATE changing the template without the pair is denied',
+      given: { object: daemonSet({ hostNetwork: true }), operation: 'UPDATE', old: daemonSet({}) },
+      want: /must require dedicated In \[gpu\]/,
+    },
+    { name: 'a DaemonSet UPDATE leaving the template alone is allowed', given: { object: { ...daemonSet({}), metadata: { name: 'agent', finalizers: ['x'] } }, operation: 'UPDATE', old: daemonSet({}) }, want: undefined },
+    { name: 'a DaemonSet whose template tolerates every group is denied', given: { object: daemonSet({ tolerations: [{ operator: 'Exists' }] }, { 'tolerator.dev/exempt': 'true' }), operation: 'CREATE' }, want: /spec\.template\.spec\.tolerations\[0\] tolerates the dedicated taint of every group/ },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const outcome = plugin().validate(row.given.object, daemonSetAttributes(row.given.operation, row.given.object, row.given.old), context('ml'));
+      if (row.want === undefined) {
+        assert.equal(outcome.denial, undefined);
+      } else {
+        assert.match(forbiddenMessage(outcome.denial), row.want);
+      }
+    });
+  }
+});

@@ -1,0 +1,82 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import type { Namespace } from '../../src/api/types.js';
+import { PolicyEvaluationError, conflictMessage, createPolicyEvaluator, createPolicySet, resolveNamespaceGroups } from '../../src/tenancy/policy-set.js';
+import { compilePolicy, labelPolicySpec, namespace, pod } from './tenancy-fixtures.js';
+
+const byLabel = compilePolicy('by-label');
+const byPrefix = compilePolicy('by-prefix', {
+  ...labelPolicySpec(),
+  group: "namespaceObject.metadata.name.startsWith('team-') ? 'team-' + namespaceObject.metadata.name.split('-')[1] : ''",
+  taint: { key: 'tenant', effect: 'NoSchedule' },
+  nodeLabel: 'tenant',
+});
+const alsoByLabel = compilePolicy('also-by-label', { ...labelPolicySpec(), taint: { key: 'other', effect: 'NoExecute' }, nodeLabel: 'other' });
+
+function evaluatorFor(ns: Namespace | undefined): ReturnType<typeof createPolicyEvaluator> {
+  return createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ns, request: { operation: 'CREATE' } });
+}
+
+describe('resolveNamespaceGroups', () => {
+  const rows: { name: string; given: Namespace | undefined; want: { conflict: string[] | undefined; groups: string[] | undefined } }[] = [
+    { name: 'a namespace in one policy group and none of the other is no conflict', given: namespace('ml', { dedicated: 'gpu' }), want: { conflict: undefined, groups: ['gpu', '', 'gpu'] } },
+    { name: 'a namespace with no group anywhere is no conflict', given: namespace('web'), want: { conflict: undefined, groups: ['', '', ''] } },
+    { name: 'two policies giving different groups are a conflict naming both', given: namespace('team-a-dev', { dedicated: 'gpu' }), want: { conflict: ['by-label=gpu', 'by-prefix=team-a', 'also-by-label=gpu'], groups: undefined } },
+    { name: 'an unknown namespace has no group under any policy', given: undefined, want: { conflict: undefined, groups: ['', '', ''] } },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const got = resolveNamespaceGroups({ policies: [byLabel, byPrefix, alsoByLabel] }, evaluatorFor(row.given));
+      assert.deepEqual(
+        { conflict: got.conflict?.map(({ policy, group }) => `${policy.name}=${group}`), groups: got.memberships?.map(({ group }) => group) },
+        row.want,
+      );
+    });
+  }
+
+  it('writes a conflict message naming every policy and group', () => {
+    const got = resolveNamespaceGroups({ policies: [byLabel, byPrefix] }, evaluatorFor(namespace('team-a-dev', { dedicated: 'gpu' })));
+    assert.equal(
+      conflictMessage('team-a-dev', got.conflict ?? []),
+      'namespace "team-a-dev" belongs to more than one dedicated-node group (policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"); the TenancyPolicies must agree on at most one group per namespace',
+    );
+  });
+});
+
+describe('createPolicyEvaluator', () => {
+  it('throws "could not decide" naming the policy and field when an expression fails', () => {
+    const failing = compilePolicy('failing', { ...labelPolicySpec(), group: "namespaceObject.metadata.labels['dedicated']" });
+    assert.throws(
+      () => evaluatorFor(namespace('web')).group(failing),
+      (error: unknown) => error instanceof PolicyEvaluationError && /^could not decide: policy "failing" \(failing\.yaml\) spec\.group: No such key: dedicated/.test(error.message),
+    );
+  });
+
+  it('throws when the group cannot be a label value', () => {
+    const spaced = compilePolicy('spaced', { ...labelPolicySpec(), group: "'has space'" });
+    assert.throws(() => evaluatorFor(namespace('web')).group(spaced), (error: unknown) => error instanceof PolicyEvaluationError && /gave "has space", which cannot be a label or toleration value/.test(error.message));
+  });
+
+  it('does not evaluate infrastructure without a namespace object, so it cannot fail', () => {
+    const strict = compilePolicy('strict', { ...labelPolicySpec(), infrastructure: "namespaceObject.metadata.labels['x'] == 'y'" });
+    assert.equal(evaluatorFor(undefined).infrastructure(strict), false);
+  });
+
+  it('evaluates a policy without exempt as never exempt', () => {
+    const spec = labelPolicySpec();
+    delete spec.exempt;
+    assert.equal(evaluatorFor(namespace('ml', { dedicated: 'gpu' })).exempt(compilePolicy('plain', spec)), false);
+  });
+});
+
+describe('createPolicySet', () => {
+  it('refuses a duplicate name, naming both files, and keeps the first', () => {
+    const first = compilePolicy('same');
+    const second = { ...compilePolicy('same'), file: 'other.yaml' };
+    const got = createPolicySet([first, second]);
+    assert.deepEqual(
+      { kept: got.set.policies, errors: got.errors.map(({ file, message }) => `${file}: ${message}`) },
+      { kept: [first], errors: ['other.yaml: duplicate policy name: already defined in same.yaml'] },
+    );
+  });
+});

@@ -1,0 +1,110 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { stringify } from 'yaml';
+import { parsePolicyFile } from '../../src/tenancy/policy-directory.js';
+import { formatPolicyLoadError } from '../../src/tenancy/policy.js';
+import { createPolicyEvaluator } from '../../src/tenancy/policy-set.js';
+import { examplePolicy, labelPolicySpec, namespace, pod, policyDocument } from './tenancy-fixtures.js';
+
+function loadErrors(spec: Record<string, unknown>, document: Record<string, unknown> = policyDocument('p', spec)): string[] {
+  return parsePolicyFile('policies/p.yaml', stringify(document)).errors.map(formatPolicyLoadError);
+}
+
+describe('parseTenancyPolicy', () => {
+  it('loads the label policy with every field', () => {
+    const loaded = parsePolicyFile('policies/p.yaml', stringify(policyDocument('p', labelPolicySpec())));
+    assert.deepEqual(loaded.errors, []);
+    const policy = loaded.policies[0];
+    assert.deepEqual(
+      { name: policy?.name, file: policy?.file, taint: policy?.taint, nodeLabel: policy?.nodeLabel, enforcement: policy?.enforcement, hasExempt: policy?.exempt !== undefined },
+      { name: 'p', file: 'policies/p.yaml', taint: { key: 'dedicated', effect: 'NoSchedule' }, nodeLabel: 'dedicated', enforcement: 'Deny', hasExempt: true },
+    );
+  });
+
+  it('defaults enforcement to Deny and leaves optional expressions out', () => {
+    const spec = labelPolicySpec();
+    delete spec.enforcement;
+    delete spec.exempt;
+    delete spec.infrastructure;
+    const policy = parsePolicyFile('p.yaml', stringify(policyDocument('p', spec))).policies[0];
+    assert.deepEqual({ enforcement: policy?.enforcement, exempt: policy?.exempt, infrastructure: policy?.infrastructure }, { enforcement: 'Deny', exempt: undefined, infrastructure: undefined });
+  });
+
+  const rows: { name: string; given: Record<string, unknown>; want: RegExp }[] = [
+    { name: 'a taint key that is not a qualified name is refused', given: { ...labelPolicySpec(), taint: { key: 'bad key', effect: 'NoSchedule' } }, want: /spec\.taint\.key: must be a qualified name: name part must consist/ },
+    { name: 'a taint effect outside the three is refused', given: { ...labelPolicySpec(), taint: { key: 'dedicated', effect: 'NoSchedul' } }, want: /spec\.taint\.effect: unsupported value "NoSchedul": supported values are NoSchedule, PreferNoSchedule, NoExecute/ },
+    { name: 'a taint value is refused because the group is the value', given: { ...labelPolicySpec(), taint: { key: 'dedicated', value: 'x', effect: 'NoSchedule' } }, want: /spec\.taint\.value: must not be set: the taint value is the group/ },
+    { name: 'a node label that is not a label key is refused', given: { ...labelPolicySpec(), nodeLabel: 'example.com/' }, want: /spec\.nodeLabel: must be a valid label key: name part must be non-empty/ },
+    { name: 'a node label with an upper-case prefix is refused', given: { ...labelPolicySpec(), nodeLabel: 'Example.com/x' }, want: /spec\.nodeLabel: must be a valid label key: prefix part/ },
+    { name: 'an enforcement other than Deny or Warn is refused', given: { ...labelPolicySpec(), enforcement: 'Audit' }, want: /spec\.enforcement: unsupported value "Audit": supported values are Deny, Warn/ },
+    { name: 'a misspelt field is refused rather than ignored', given: { ...labelPolicySpec(), exmpt: 'true' }, want: /spec\.exmpt: unknown field/ },
+    { name: 'a missing group is refused', given: { ...labelPolicySpec(), group: undefined }, want: /spec\.group: required: a CEL expression/ },
+    { name: 'a group that does not parse names the field and the position', given: { ...labelPolicySpec(), group: "namespaceObject.metadata.labels['a'" }, want: /^policies\/p\.yaml:\d+: TenancyPolicy "p": spec\.group: line 1, column 36 of the expression: / },
+    { name: 'an exempt rule of the wrong type is refused at load', given: { ...labelPolicySpec(), exempt: "object.metadata.name + 'x'" }, want: /spec\.exempt: line 1, column 1 of the expression: must evaluate to bool, but its type is string/ },
+    { name: 'an infrastructure rule using an undeclared variable is refused at load', given: { ...labelPolicySpec(), infrastructure: "params.enabled == true" }, want: /spec\.infrastructure: line 1, column 1 of the expression: Unknown variable: params/ },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const errors = loadErrors(row.given);
+      assert.ok(errors.some((error) => row.want.test(error)), errors.join('\n'));
+    });
+  }
+
+  it('reports every problem of a document, not only the first', () => {
+    const errors = loadErrors({ ...labelPolicySpec(), nodeLabel: 'a b', enforcement: 'x', taint: { key: 'k', effect: 'y' } });
+    assert.deepEqual(errors.map((error) => /: (spec\.[a-zA-Z.]+):/.exec(error)?.[1]).sort(), ['spec.enforcement', 'spec.nodeLabel', 'spec.taint.effect']);
+  });
+
+  it('refuses another apiVersion and a missing name', () => {
+    const errors = loadErrors({}, { apiVersion: 'v1', kind: 'TenancyPolicy', metadata: {}, spec: labelPolicySpec() });
+    assert.deepEqual(errors.map((error) => /: (apiVersion|metadata\.name):/.exec(error)?.[1]).sort(), ['apiVersion', 'metadata.name']);
+  });
+
+  it('gives the line of the offending field in the file', () => {
+    const text = [
+      'apiVersion: tolerator.dev/v1alpha1',
+      'kind: TenancyPolicy',
+      'metadata: { name: p }',
+      'spec:',
+      '  taint: { key: dedicated, effect: NoSchedule }',
+      '  nodeLabel: dedicated',
+      '  group: |-',
+      "    namespaceObject.metadata.name == 'a'",
+      "      ? 'a' +",
+      "      : ''",
+    ].join('\n');
+    const error = parsePolicyFile('policies/p.yaml', text).errors[0];
+    assert.deepEqual(
+      { line: error?.line, field: error?.field, expressionLine: error?.expressionPosition?.line },
+      { line: 7, field: 'spec.group', expressionLine: 3 },
+    );
+  });
+});
+
+describe('the shipped example policies', () => {
+  const label = examplePolicy('dedicated-by-namespace-label.yaml');
+  const prefix = examplePolicy('dedicated-by-namespace-prefix.yaml');
+  const rows: { name: string; given: { file: 'label' | 'prefix'; namespace: ReturnType<typeof namespace>; pod?: ReturnType<typeof pod> }; want: { group: string; exempt: boolean; infrastructure: boolean } }[] = [
+    { name: 'the label policy puts a namespace labelled dedicated=gpu in group gpu', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }) }, want: { group: 'gpu', exempt: false, infrastructure: false } },
+    { name: 'the label policy leaves an unlabelled namespace without a group', given: { file: 'label', namespace: namespace('web') }, want: { group: '', exempt: false, infrastructure: false } },
+    { name: 'the label policy exempts a pod labelled tolerator.dev/exempt=true', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }), pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { group: 'gpu', exempt: true, infrastructure: false } },
+    { name: 'the label policy recognises an infrastructure namespace by its label', given: { file: 'label', namespace: namespace('logging', { 'tolerator.dev/node-infrastructure': 'true' }) }, want: { group: '', exempt: false, infrastructure: true } },
+    { name: 'the prefix policy puts team-a-dev in group team-a', given: { file: 'prefix', namespace: namespace('team-a-dev') }, want: { group: 'team-a', exempt: false, infrastructure: false } },
+    { name: 'the prefix policy puts team-a itself in group team-a', given: { file: 'prefix', namespace: namespace('team-a') }, want: { group: 'team-a', exempt: false, infrastructure: false } },
+    { name: 'the prefix policy puts team-b-prod-eu in group team-b', given: { file: 'prefix', namespace: namespace('team-b-prod-eu') }, want: { group: 'team-b', exempt: false, infrastructure: false } },
+    { name: 'the prefix policy leaves teams-a without a group', given: { file: 'prefix', namespace: namespace('teams-a') }, want: { group: '', exempt: false, infrastructure: false } },
+    { name: 'the prefix policy leaves team--x without a group', given: { file: 'prefix', namespace: namespace('team--x') }, want: { group: '', exempt: false, infrastructure: false } },
+    { name: 'the prefix policy exempts a pod annotated tolerator.dev/exempt=true', given: { file: 'prefix', namespace: namespace('team-a'), pod: pod({}, { annotations: { 'tolerator.dev/exempt': 'true' } }) }, want: { group: 'team-a', exempt: true, infrastructure: false } },
+    { name: 'the prefix policy treats kube-system as infrastructure', given: { file: 'prefix', namespace: namespace('kube-system') }, want: { group: '', exempt: false, infrastructure: true } },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const policy = row.given.file === 'label' ? label : prefix;
+      const evaluator = createPolicyEvaluator({ object: row.given.pod ?? pod(), oldObject: undefined, namespace: row.given.namespace, request: { operation: 'CREATE' } });
+      assert.deepEqual(
+        { group: evaluator.group(policy), exempt: evaluator.exempt(policy), infrastructure: evaluator.infrastructure(policy) },
+        row.want,
+      );
+    });
+  }
+});
