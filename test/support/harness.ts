@@ -45,6 +45,7 @@ export interface ReviewFixture {
     readonly message?: string;
     readonly patched?: boolean;
     readonly tolerations?: readonly unknown[];
+    readonly affinity?: unknown;
   };
   readonly review: { request: { uid: string; object: Record<string, unknown> | null; operation: string; [key: string]: unknown }; [key: string]: unknown };
 }
