@@ -12,6 +12,7 @@ import { AdmissionError } from './admission/errors.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from './cli/options.js';
 import { readReviewInput, reviewFlags, reviewSides, runReview } from './cli/review.js';
+import { explainManifest, reviewsFromManifests } from './cli/explain.js';
 import { createApp } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
@@ -45,6 +46,7 @@ const commands = `Usage: tolerator <command> [flags]
 Commands:
   serve     run the admission webhook over HTTPS (what npm start runs)
   review    read an AdmissionReview (file or -) and print the response, as the server would answer
+  explain   for pod or workload manifests and the cluster state, which group applies and every change, with its reason
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -54,6 +56,8 @@ async function main(argv: readonly string[]): Promise<number> {
       return serve(rest);
     case 'review':
       return review(rest);
+    case 'explain':
+      return explain(rest);
     case undefined:
     case 'help':
     case '--help':
@@ -181,6 +185,37 @@ async function review(argv: readonly string[]): Promise<number> {
   process.stdout.write(`${JSON.stringify(response, null, 2)}\n`);
   return response.response.allowed ? 0 : 1;
 }
+
+async function explain(argv: readonly string[]): Promise<number> {
+  const flags = parseFlags(argv, offlineFlags);
+  if (flags.values.get('help') === true || flags.positionals.length === 0) {
+    process.stdout.write(`Usage: tolerator explain MANIFEST... [flags]\n\n${usage(admissionFlags)}\n`);
+    return flags.positionals.length === 0 ? 2 : 0;
+  }
+  const settings = readAdmissionSettings(flags);
+  const logger = pino({ level: 'warn' }, pino.destination(2));
+  const clusterFacts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, logger);
+  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
+  const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
+  let allAllowed = true;
+  for (const file of flags.positionals) {
+    const text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
+    for (const entry of reviewsFromManifests({ source: file, text })) {
+      const lines = await explainManifest(pipeline, entry);
+      allAllowed &&= !lines.at(-1)?.includes('result: denied');
+      process.stdout.write(`${lines.join('\n')}\n\n`);
+    }
+  }
+  return allAllowed ? 0 : 1;
+}
+
+// A reader that stops early (`tolerator explain … | head`) is not an error.
+process.stdout.on('error', (error: NodeJS.ErrnoException) => {
+  if (error.code === 'EPIPE') {
+    process.exit(0);
+  }
+  throw error;
+});
 
 main(process.argv.slice(2)).then(
   (code) => {

@@ -17,7 +17,7 @@ import type {
 } from '../plugins/plugin.js';
 import { isPodRequest } from '../plugins/plugin.js';
 import type { ClusterFacts } from './cluster-facts.js';
-import { diffJson, jsonEqual } from './json-patch-diff.js';
+import { diffJson, jsonEqual, type JsonPatchOperation } from './json-patch-diff.js';
 import type { AdmissionDecision } from './response.js';
 import type { ParsedReview } from './review.js';
 import { denialStatus } from './status.js';
@@ -31,12 +31,25 @@ export interface PipelineOptions {
   readonly clusterFacts: ClusterFacts;
 }
 
+/** One plugin's part in a review, recorded for `tolerator explain`. */
+export interface ReviewStep {
+  readonly plugin: PluginName;
+  readonly side: WebhookSide;
+  /** What this plugin changed, as a patch against the object it was given. */
+  readonly changes: readonly JsonPatchOperation[];
+  readonly denial?: Denial;
+  readonly warnings: readonly string[];
+  readonly auditAnnotations: Readonly<Record<string, string>>;
+}
+
 /** What happened in one review, for logs and metrics; never holds the object itself. */
 export interface ReviewTrace {
   /** The plugins that acted (changed the object or decided), in order. */
   readonly plugins: readonly PluginName[];
   /** The plugin that denied, if any. */
   readonly deniedBy?: PluginName;
+  /** Every plugin that ran, with what it did: only when the review was asked to record them. */
+  readonly steps?: readonly ReviewStep[];
 }
 
 export interface PipelineResult {
@@ -45,13 +58,16 @@ export interface PipelineResult {
 }
 
 export interface Pipeline {
-  /** Runs one side, or both in order (`tolerator review`), on a parsed request. */
-  review(parsed: ParsedReview, sides: readonly WebhookSide[]): Promise<PipelineResult>;
+  /**
+   * Runs one side, or both in order (`tolerator review`), on a parsed request. `record` keeps
+   * each plugin's changes (a diff per plugin), which only `tolerator explain` pays for.
+   */
+  review(parsed: ParsedReview, sides: readonly WebhookSide[], options?: { readonly record?: boolean }): Promise<PipelineResult>;
 }
 
 export function createPipeline(options: PipelineOptions): Pipeline {
   return {
-    async review(parsed, sides) {
+    async review(parsed, sides, reviewOptions) {
       const attributes = parsed.attributes;
       const mutating = sides.includes('mutate') ? options.mutating.filter((plugin) => plugin.handles(attributes)) : [];
       const validating = sides.includes('validate') ? options.validating.filter((plugin) => plugin.handles(attributes)) : [];
@@ -63,6 +79,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       const findings = new FindingsCollector();
       let object = original;
       const acted: PluginName[] = [];
+      const steps: ReviewStep[] | undefined = reviewOptions?.record === true ? [] : undefined;
 
       // Mirror pods are the API server's copies of static pods managed by a kubelet: the kubelet
       // owns their spec and would fight any change, so they are never mutated.
@@ -70,8 +87,9 @@ export function createPipeline(options: PipelineOptions): Pipeline {
         for (const plugin of mutating) {
           const outcome = plugin.admit(object, attributes, context);
           findings.add(outcome);
+          steps?.push(step(plugin.name, 'mutate', outcome, outcome.denial === undefined ? diffJson(object, outcome.object) : []));
           if (outcome.denial !== undefined) {
-            return denied(outcome.denial, plugin.name, acted, findings);
+            return denied(outcome.denial, plugin.name, acted, findings, steps);
           }
           if (outcome.object !== object) {
             acted.push(plugin.name);
@@ -87,16 +105,28 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       for (const plugin of validating) {
         const outcome = plugin.validate(object, validated, context);
         findings.add(outcome);
+        steps?.push(step(plugin.name, 'validate', outcome, []));
         if (outcome.denial !== undefined) {
-          return denied(outcome.denial, plugin.name, acted, findings);
+          return denied(outcome.denial, plugin.name, acted, findings, steps);
         }
       }
       const patch = object === original ? [] : diffJson(original, object);
       return {
         decision: { allowed: true, patch, warnings: findings.warnings, auditAnnotations: findings.auditAnnotations },
-        trace: { plugins: acted },
+        trace: { plugins: acted, ...(steps === undefined ? {} : { steps }) },
       };
     },
+  };
+}
+
+function step(plugin: PluginName, side: WebhookSide, outcome: Findings & { readonly denial?: Denial }, changes: readonly JsonPatchOperation[]): ReviewStep {
+  return {
+    plugin,
+    side,
+    changes,
+    ...(outcome.denial === undefined ? {} : { denial: outcome.denial }),
+    warnings: outcome.warnings ?? [],
+    auditAnnotations: outcome.auditAnnotations ?? {},
   };
 }
 
@@ -111,10 +141,16 @@ async function readContext(attributes: AdmissionAttributes, options: PipelineOpt
   };
 }
 
-function denied(denial: Denial, by: PluginName, acted: readonly PluginName[], findings: FindingsCollector): PipelineResult {
+function denied(
+  denial: Denial,
+  by: PluginName,
+  acted: readonly PluginName[],
+  findings: FindingsCollector,
+  steps: readonly ReviewStep[] | undefined,
+): PipelineResult {
   return {
     decision: { allowed: false, status: denialStatus(denial), warnings: findings.warnings, auditAnnotations: findings.auditAnnotations },
-    trace: { plugins: [...acted, by], deniedBy: by },
+    trace: { plugins: [...acted, by], deniedBy: by, ...(steps === undefined ? {} : { steps }) },
   };
 }
 

@@ -1,0 +1,74 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { describe, it } from 'node:test';
+import { describeChange, explainManifest, reviewsFromManifests } from '../../src/cli/explain.js';
+import { pipelineFromArgs } from '../support/harness.js';
+
+const tenancyArgs = ['--policies=policies', '--cluster-state=test/fixtures/config/tenancy-cluster.yaml'];
+
+async function explain(text: string, args: readonly string[] = tenancyArgs): Promise<string[][]> {
+  const pipeline = pipelineFromArgs(args);
+  const entries = reviewsFromManifests({ source: 'test.yaml', text });
+  return Promise.all(entries.map((entry) => explainManifest(pipeline, entry)));
+}
+
+describe('tolerator explain', () => {
+  it('explains the pods a tenant Deployment creates: the group, each toleration and the node requirement, with the rule behind each', async () => {
+    const deployment = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8')))[0]!;
+    assert.deepEqual(deployment, [
+      'Deployment ml/trainer: the pods it creates',
+      '  namespace ml: group "gpu" (policy dedicated-by-namespace-label)',
+      deployment[2]!,
+      '    + toleration node.kubernetes.io/not-ready Exists (NoExecute, for 300 s)',
+      '    + toleration node.kubernetes.io/unreachable Exists (NoExecute, for 300 s)',
+      deployment[5]!,
+      '    + toleration node.kubernetes.io/memory-pressure Exists (NoSchedule)',
+      deployment[7]!,
+      '    + toleration dedicated Equal "gpu" (NoSchedule)',
+      '    + required node affinity, term 0: dedicated In [gpu]',
+      '  result: allowed, with the changes above',
+    ]);
+    assert.match(deployment[2]!, /^ {2}DefaultTolerationSeconds: .*not-ready or unreachable/);
+    assert.match(deployment[5]!, /^ {2}PodTolerationRestriction: .*memory pressure/);
+    assert.match(deployment[7]!, /^ {2}DedicatedNodes: the namespace belongs to a node group/);
+  });
+
+  it('says when a namespace has no group', async () => {
+    const web = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8')))[1]!;
+    assert.equal(web[1], '  namespace shop: no node group');
+    assert.ok(!web.some((line) => line.includes('DedicatedNodes')));
+  });
+
+  it('names the plugin that denies and why', async () => {
+    const debug = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8')))[2]!;
+    assert.match(debug.find((line) => line.includes('denies')) ?? '', /DedicatedNodes denies: .*spec\.nodeSelector selects dedicated=pci/);
+    assert.equal(debug.at(-1), '  result: denied by DedicatedNodes');
+  });
+
+  it('explains a DaemonSet through its pods, which get the DaemonSet toleration set', async () => {
+    const [daemonset = []] = await explain(
+      [
+        'apiVersion: apps/v1',
+        'kind: DaemonSet',
+        'metadata: { name: agent, namespace: shop }',
+        'spec:',
+        '  selector: { matchLabels: { app: agent } }',
+        '  template:',
+        '    metadata: { labels: { app: agent } }',
+        '    spec: { hostNetwork: true, containers: [{ name: agent, image: agent:1 }] }',
+      ].join('\n'),
+      [],
+    );
+    assert.ok(daemonset.some((line) => line.startsWith('  DaemonSetTolerations: ')));
+    assert.ok(daemonset.includes('    + toleration node.kubernetes.io/network-unavailable Exists (NoSchedule)'));
+    assert.ok(daemonset.includes('    ~ toleration [0]: tolerationSeconds removed (tolerated for as long as the taint stays)'));
+  });
+
+  it('refuses a kind it does not read, naming the document', () => {
+    assert.throws(() => reviewsFromManifests({ source: 'x.yaml', text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a }\n' }), /x\.yaml: document 0: v1 ConfigMap is not a kind tolerator reads/);
+  });
+
+  it('describes a change it has no words for by its operation and path', () => {
+    assert.deepEqual(describeChange({ op: 'replace', path: '/spec/priority', value: 1 }), ['replace /spec/priority = 1']);
+  });
+});
