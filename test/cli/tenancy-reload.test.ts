@@ -1,0 +1,66 @@
+/**
+ * A broken policy file on reload: the last good policies keep serving, and the failure shows in
+ * /metrics and in the log (what an operator watching either would see).
+ */
+import assert from 'node:assert/strict';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { after, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { startTenancy } from '../../src/cli/runtime.js';
+import { createMetrics } from '../../src/http/metrics.js';
+
+async function waitFor(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    if (await condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`timed out waiting for ${what}`);
+}
+
+describe('tenancy policy reload', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tolerator-policies-'));
+  copyFileSync('policies/dedicated-by-namespace-label.yaml', join(dir, 'label.yaml'));
+  const lines: Record<string, unknown>[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+      done();
+    },
+  });
+  const metrics = createMetrics({ collectProcessMetrics: false });
+  const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), metrics, true);
+  after(() => {
+    tenancy.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('serves the policies found at start', async () => {
+    assert.deepEqual(tenancy.current().policies.map((policy) => policy.name), ['dedicated-by-namespace-label']);
+    assert.match(await metrics.registry.getSingleMetricAsString('tolerator_policies_loaded'), /tolerator_policies_loaded 1/);
+  });
+
+  it('keeps the last good set when a new file does not compile, and says so in /metrics and the log', async () => {
+    writeFileSync(
+      join(dir, 'broken.yaml'),
+      ['apiVersion: tolerator.dev/v1alpha1', 'kind: TenancyPolicy', 'metadata: { name: broken }', 'spec:', '  group: "namespaceObject.metadata.name +"', '  taint: { key: x, effect: NoSchedule }', '  nodeLabel: x', ''].join('\n'),
+    );
+    await waitFor(async () => /tolerator_policy_load_errors_total 1/.test(await metrics.registry.getSingleMetricAsString('tolerator_policy_load_errors_total')), 'the load error to be counted');
+    assert.deepEqual(tenancy.current().policies.map((policy) => policy.name), ['dedicated-by-namespace-label'], 'the old set still serves');
+    assert.equal(tenancy.healthy(), false);
+    const logged = lines.find((line) => line.msg === 'tenancy policies not reloaded; the last good set keeps serving');
+    assert.ok(logged !== undefined, 'an error line in the log');
+    assert.equal(logged.level, 50);
+    assert.match(JSON.stringify(logged.errors), /broken\.yaml.*TenancyPolicy \\"broken\\": spec\.group: line 1, column \d+/);
+  });
+
+  it('takes a fixed file and reports healthy again', async () => {
+    copyFileSync('policies/dedicated-by-namespace-prefix.yaml', join(dir, 'broken.yaml'));
+    await waitFor(() => tenancy.current().policies.length === 2, 'the fixed set to load');
+    assert.equal(tenancy.healthy(), true);
+    assert.match(await metrics.registry.getSingleMetricAsString('tolerator_policies_loaded'), /tolerator_policies_loaded 2/);
+  });
+});
