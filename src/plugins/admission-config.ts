@@ -22,10 +22,10 @@
 import { dirname, isAbsolute, join } from 'node:path';
 import { parseDocument } from 'yaml';
 import type { Toleration } from '../api/types.js';
+import { decodeParsedTolerations, goFieldType } from '../tolerations/go-json-tolerations.js';
 import { validateTolerations } from '../tolerations/validate-tolerations.js';
 import { aggregateMessage } from './field-errors.js';
 import type { PodTolerationRestrictionConfig } from './pod-toleration-restriction.js';
-import { decodeTolerationList, goFieldTypes } from './pod-toleration-restriction.js';
 
 /** A configuration file that cannot be used; the message names the file, the field and the problem. */
 export class AdmissionConfigError extends Error {
@@ -126,11 +126,11 @@ function fromPluginConfiguration(
 ): PodTolerationRestrictionConfig {
   const result: { default?: Toleration[]; whitelist?: Toleration[] } = {};
   for (const list of ['default', 'whitelist'] as const) {
-    const decoded = decodeTolerationList(configuration[list] ?? null, 'exact');
+    const decoded = decodeParsedTolerations(configuration[list] ?? null);
     if (decoded.mismatch !== undefined) {
       const { index, field, got } = decoded.mismatch;
       const at = `${prefix}${list}${index === undefined ? '' : `[${index}]`}${field === undefined ? '' : `.${field}`}`;
-      const want = index === undefined ? 'a list of tolerations' : field === undefined ? 'a toleration mapping' : goFieldTypes[field];
+      const want = index === undefined ? 'a list of tolerations' : field === undefined ? 'a toleration mapping' : goFieldType(field, 'v1');
       throw new AdmissionConfigError(`${filePath}: ${at}: must be ${want}, got ${got}`);
     }
     if (decoded.tolerations !== null) {

@@ -13,6 +13,7 @@
 import type { JsonObject, Pod, Toleration } from '../api/types.js';
 import { TaintKey } from '../api/types.js';
 import { matchToleration } from '../tolerations/matching.js';
+import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
 import type { AdmissionAttributes, MutatingPlugin, MutationOutcome, PluginContext } from './plugin.js';
 import { isPodRequest } from './plugin.js';
 
@@ -97,7 +98,7 @@ export function createDaemonSetTolerations() {
       if (!isDaemonSetPod(pod)) {
         return { object };
       }
-      const original = pod.spec?.tolerations ?? [];
+      const original = tolerationsOf(pod);
       // On UPDATE the existing tolerations are never rewritten, only missing ones appended
       // (DESIGN §2: UPDATE is append-only). The controller applies its set when it creates a pod,
       // never to a running one; replacing an entry would silently change how long a running pod
@@ -108,12 +109,7 @@ export function createDaemonSetTolerations() {
       for (const daemon of daemonSetPodTolerations(pod.spec?.hostNetwork === true)) {
         tolerations = apply(tolerations, daemon);
       }
-      const unchanged = tolerations.length === original.length && tolerations.every((t, i) => t === original[i]);
-      if (unchanged) {
-        return { object };
-      }
-      const mutated: Pod = { ...pod, spec: { ...pod.spec, tolerations: [...tolerations] } };
-      return { object: mutated };
+      return { object: withTolerations(pod, tolerations) };
     },
   } satisfies MutatingPlugin;
 }

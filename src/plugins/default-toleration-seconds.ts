@@ -9,6 +9,7 @@
  */
 import type { JsonObject, Pod, Toleration } from '../api/types.js';
 import { TaintKey } from '../api/types.js';
+import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
 import type { AdmissionAttributes, MutatingPlugin, MutationOutcome, PluginContext } from './plugin.js';
 import { isPodRequest } from './plugin.js';
 
@@ -42,7 +43,7 @@ export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsC
         return { object };
       }
       const pod = object as Pod;
-      const tolerations = pod.spec?.tolerations ?? [];
+      const tolerations = tolerationsOf(pod);
 
       // Only key and effect are looked at: any operator, value or tolerationSeconds counts, and an
       // empty key or an empty effect is a wildcard. Upstream compares exactly, so the deprecated
@@ -63,11 +64,7 @@ export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsC
         // The same for unreachable:NoExecute, set when the node stops reporting (Ready Unknown).
         added.push({ key: TaintKey.NodeUnreachable, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: unreachableSeconds });
       }
-      if (added.length === 0) {
-        return { object };
-      }
-      const mutated: Pod = { ...pod, spec: { ...pod.spec, tolerations: [...tolerations, ...added] } };
-      return { object: mutated };
+      return { object: withTolerations(pod, [...tolerations, ...added]) };
     },
   } satisfies MutatingPlugin;
 }

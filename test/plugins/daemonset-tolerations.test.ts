@@ -1,25 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultFeatureGates } from '../../src/api/feature-gates.js';
-import type { JsonObject, OwnerReference, Pod, Toleration } from '../../src/api/types.js';
+import type { OwnerReference, Pod, Toleration } from '../../src/api/types.js';
 import { createDaemonSetTolerations } from '../../src/plugins/daemonset-tolerations.js';
-import type { AdmissionAttributes, Operation, PluginContext } from '../../src/plugins/plugin.js';
+import type { AdmissionAttributes, Operation } from '../../src/plugins/plugin.js';
+import { pluginContext, podAttributes } from '../support/plugin-inputs.js';
 
-const context: PluginContext = { gates: defaultFeatureGates, namespace: undefined, node: () => undefined, nodes: () => [] };
-
-function podAttributes(object: JsonObject, operation: Operation = 'CREATE', subResource = ''): AdmissionAttributes {
-  return {
-    operation,
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    resource: { group: '', version: 'v1', resource: 'pods' },
-    subResource,
-    namespace: 'kube-system',
-    name: 'agent-x',
-    object,
-    oldObject: operation === 'UPDATE' ? object : undefined,
-    dryRun: false,
-  };
-}
+const context = pluginContext();
 
 const daemonSetOwner: OwnerReference = { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'agent', uid: 'u1', controller: true, blockOwnerDeletion: true };
 
@@ -42,7 +28,7 @@ const networkUnavailable: Toleration = { key: 'node.kubernetes.io/network-unavai
 const daemonSet = [notReady, unreachable, diskPressure, memoryPressure, pidPressure, unschedulable];
 
 function admittedTolerations(pod: Pod, operation: Operation = 'CREATE') {
-  const outcome = createDaemonSetTolerations().admit(pod, podAttributes(pod, operation), context);
+  const outcome = createDaemonSetTolerations().admit(pod, podAttributes(operation, pod), context);
   assert.equal(outcome.denial, undefined);
   return (outcome.object as Pod).spec?.tolerations;
 }
@@ -168,17 +154,17 @@ describe('DaemonSetTolerations', () => {
   it('a second run returns the same object (idempotent)', () => {
     const plugin = createDaemonSetTolerations();
     const first = daemonPod([{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }], { hostNetwork: true });
-    const once = plugin.admit(first, podAttributes(first), context).object;
+    const once = plugin.admit(first, podAttributes('CREATE', first), context).object;
     assert.ok(once !== undefined);
-    assert.equal(plugin.admit(once, podAttributes(once), context).object, once);
-    assert.equal(plugin.admit(once, podAttributes(once, 'UPDATE'), context).object, once);
+    assert.equal(plugin.admit(once, podAttributes('CREATE', once), context).object, once);
+    assert.equal(plugin.admit(once, podAttributes('UPDATE', once), context).object, once);
   });
 
   it('the input is not modified and untouched tolerations stay the same objects', () => {
     const kept: Toleration = { key: 'a', operator: 'Exists' };
     const given = daemonPod([kept, { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }]);
     const snapshot = structuredClone(given);
-    const outcome = createDaemonSetTolerations().admit(given, podAttributes(given), context);
+    const outcome = createDaemonSetTolerations().admit(given, podAttributes('CREATE', given), context);
     assert.deepEqual(given, snapshot);
     assert.equal((outcome.object as Pod).spec?.tolerations?.[0], kept);
   });
@@ -187,13 +173,13 @@ describe('DaemonSetTolerations', () => {
     const plugin = createDaemonSetTolerations();
     const pod = daemonPod(undefined);
     const rows: { name: string; given: AdmissionAttributes; want: boolean }[] = [
-      { name: 'pod CREATE is handled', given: podAttributes(pod, 'CREATE'), want: true },
-      { name: 'pod UPDATE is handled', given: podAttributes(pod, 'UPDATE'), want: true },
-      { name: 'pod DELETE is not handled', given: podAttributes(pod, 'DELETE'), want: false },
-      { name: 'a pod subresource is ignored', given: podAttributes(pod, 'CREATE', 'binding'), want: false },
+      { name: 'pod CREATE is handled', given: podAttributes('CREATE', pod), want: true },
+      { name: 'pod UPDATE is handled', given: podAttributes('UPDATE', pod), want: true },
+      { name: 'pod DELETE is not handled', given: podAttributes('DELETE', pod), want: false },
+      { name: 'a pod subresource is ignored', given: podAttributes('CREATE', pod, { subResource: 'binding' }), want: false },
       {
         name: 'a non-pod resource is ignored',
-        given: { ...podAttributes(pod), resource: { group: 'apps', version: 'v1', resource: 'daemonsets' } },
+        given: { ...podAttributes('CREATE', pod), resource: { group: 'apps', version: 'v1', resource: 'daemonsets' } },
         want: false,
       },
     ];

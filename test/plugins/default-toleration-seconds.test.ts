@@ -1,25 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultFeatureGates } from '../../src/api/feature-gates.js';
-import type { JsonObject, Pod, Toleration } from '../../src/api/types.js';
+import type { Pod, Toleration } from '../../src/api/types.js';
 import { createDefaultTolerationSeconds } from '../../src/plugins/default-toleration-seconds.js';
-import type { AdmissionAttributes, Operation, PluginContext } from '../../src/plugins/plugin.js';
+import type { AdmissionAttributes, Operation } from '../../src/plugins/plugin.js';
+import { pluginContext, podAttributes } from '../support/plugin-inputs.js';
 
-const context: PluginContext = { gates: defaultFeatureGates, namespace: undefined, node: () => undefined, nodes: () => [] };
-
-function podAttributes(object: JsonObject, operation: Operation = 'CREATE', subResource = ''): AdmissionAttributes {
-  return {
-    operation,
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    resource: { group: '', version: 'v1', resource: 'pods' },
-    subResource,
-    namespace: 'default',
-    name: 'p',
-    object,
-    oldObject: operation === 'UPDATE' ? object : undefined,
-    dryRun: false,
-  };
-}
+const context = pluginContext();
 
 function podWith(tolerations: Toleration[] | null | undefined): Pod {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { containers: [{ name: 'c' }], tolerations } };
@@ -29,7 +15,7 @@ const notReady300: Toleration = { key: 'node.kubernetes.io/not-ready', operator:
 const unreachable300: Toleration = { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 };
 
 function admittedTolerations(plugin: ReturnType<typeof createDefaultTolerationSeconds>, pod: Pod, operation: Operation = 'CREATE') {
-  const outcome = plugin.admit(pod, podAttributes(pod, operation), context);
+  const outcome = plugin.admit(pod, podAttributes(operation, pod), context);
   assert.equal(outcome.denial, undefined);
   return (outcome.object as Pod).spec?.tolerations;
 }
@@ -172,18 +158,18 @@ describe('DefaultTolerationSeconds', () => {
     const plugin = createDefaultTolerationSeconds();
     const given = podWith([{ key: 'foo', operator: 'Exists' }]);
     const snapshot = structuredClone(given);
-    const outcome = plugin.admit(given, podAttributes(given), context);
+    const outcome = plugin.admit(given, podAttributes('CREATE', given), context);
     assert.deepEqual(given, snapshot);
     assert.notEqual(outcome.object, given);
     assert.equal((outcome.object as Pod).spec?.tolerations?.[0], given.spec?.tolerations?.[0]);
 
     const covered = podWith([{ operator: 'Exists' }]);
-    assert.equal(plugin.admit(covered, podAttributes(covered), context).object, covered);
+    assert.equal(plugin.admit(covered, podAttributes('CREATE', covered), context).object, covered);
   });
 
   it('the rest of the pod is kept', () => {
     const given = podWith(undefined);
-    const outcome = createDefaultTolerationSeconds().admit(given, podAttributes(given), context);
+    const outcome = createDefaultTolerationSeconds().admit(given, podAttributes('CREATE', given), context);
     assert.deepEqual({ ...outcome.object, spec: { ...(outcome.object as Pod).spec, tolerations: undefined } }, given);
   });
 
@@ -191,14 +177,14 @@ describe('DefaultTolerationSeconds', () => {
     const plugin = createDefaultTolerationSeconds();
     const pod = podWith(undefined);
     const rows: { name: string; given: AdmissionAttributes; want: boolean }[] = [
-      { name: 'pod CREATE is handled', given: podAttributes(pod, 'CREATE'), want: true },
-      { name: 'pod UPDATE is handled', given: podAttributes(pod, 'UPDATE'), want: true },
-      { name: 'pod DELETE is not handled', given: podAttributes(pod, 'DELETE'), want: false },
-      { name: 'pod CONNECT is not handled', given: podAttributes(pod, 'CONNECT'), want: false },
-      { name: 'a pod subresource (status) is ignored', given: podAttributes(pod, 'UPDATE', 'status'), want: false },
+      { name: 'pod CREATE is handled', given: podAttributes('CREATE', pod), want: true },
+      { name: 'pod UPDATE is handled', given: podAttributes('UPDATE', pod), want: true },
+      { name: 'pod DELETE is not handled', given: podAttributes('DELETE', pod), want: false },
+      { name: 'pod CONNECT is not handled', given: podAttributes('CONNECT', pod), want: false },
+      { name: 'a pod subresource (status) is ignored', given: podAttributes('UPDATE', pod, { subResource: 'status' }), want: false },
       {
         name: 'a non-pod resource is ignored',
-        given: { ...podAttributes(pod), kind: { group: 'apps', version: 'v1', kind: 'DaemonSet' }, resource: { group: 'apps', version: 'v1', resource: 'daemonsets' } },
+        given: { ...podAttributes('CREATE', pod), kind: { group: 'apps', version: 'v1', kind: 'DaemonSet' }, resource: { group: 'apps', version: 'v1', resource: 'daemonsets' } },
         want: false,
       },
     ];

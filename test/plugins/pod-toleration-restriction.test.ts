@@ -1,35 +1,19 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { defaultFeatureGates } from '../../src/api/feature-gates.js';
-import type { Container, JsonObject, Namespace, Pod, Toleration } from '../../src/api/types.js';
+import type { Container, Namespace, Pod, Toleration } from '../../src/api/types.js';
 import type { AdmissionAttributes, Denial, Operation, PluginContext } from '../../src/plugins/plugin.js';
 import type { PodTolerationRestrictionConfig } from '../../src/plugins/pod-toleration-restriction.js';
 import {
   createPodTolerationRestriction,
-  decodeTolerationList,
   extractNamespaceTolerations,
   namespaceDefaultTolerationsAnnotation as defaultsKey,
   namespaceTolerationsWhitelistAnnotation as whitelistKey,
 } from '../../src/plugins/pod-toleration-restriction.js';
-
-function podAttributes(object: JsonObject, operation: Operation = 'CREATE', subResource = ''): AdmissionAttributes {
-  return {
-    operation,
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    resource: { group: '', version: 'v1', resource: 'pods' },
-    subResource,
-    namespace: 'testNamespace',
-    name: 'testPod',
-    object,
-    oldObject: operation === 'UPDATE' ? object : undefined,
-    dryRun: false,
-  };
-}
+import { pluginContext, podAttributes } from '../support/plugin-inputs.js';
 
 /** A context whose namespace carries the given annotations (undefined: the namespace is unknown). */
 function contextWith(annotations: Record<string, string> | undefined): PluginContext {
-  const namespace: Namespace | undefined = annotations === undefined ? undefined : { metadata: { name: 'testNamespace', annotations } };
-  return { gates: defaultFeatureGates, namespace, node: () => undefined, nodes: () => [] };
+  return pluginContext({ namespace: annotations === undefined ? undefined : { metadata: { name: 'testNamespace', annotations } } });
 }
 
 const bestEffort: Container[] = [{ name: 'test' }];
@@ -65,7 +49,7 @@ type Want = { readonly tolerations: Toleration[] | null | undefined } | { readon
 function admit(given: Given): Want {
   const plugin = createPodTolerationRestriction(given.cluster ?? {});
   const object = pod(given.containers ?? bestEffort, given.tolerations);
-  const outcome = plugin.admit(object, podAttributes(object, given.operation ?? 'CREATE'), contextWith(given.annotations));
+  const outcome = plugin.admit(object, podAttributes(given.operation ?? 'CREATE', object), contextWith(given.annotations));
   if (outcome.denial !== undefined) {
     return { denial: outcome.denial };
   }
@@ -254,6 +238,25 @@ describe('PodTolerationRestriction admit', () => {
         },
       },
       {
+        name: 'a defaults annotation cut short fails CREATE with Go’s syntax error, the namespace and annotation named',
+        given: { tolerations: [], annotations: { [defaultsKey]: '[{' } },
+        want: { denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": unexpected end of JSON input` } },
+      },
+      {
+        name: 'a defaults annotation that is not JSON fails CREATE with Go’s invalid-character error',
+        given: { tolerations: [], annotations: { [defaultsKey]: 'x' } },
+        want: {
+          denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": invalid character 'x' looking for beginning of value` },
+        },
+      },
+      {
+        name: 'a defaults annotation with a trailing comma fails CREATE with Go’s syntax error',
+        given: { tolerations: [], annotations: { [defaultsKey]: '[{"key":"k"},]' } },
+        want: {
+          denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": invalid character ']' looking for beginning of value` },
+        },
+      },
+      {
         name: 'a malformed defaults annotation does not matter on UPDATE, where defaults are not read',
         given: { tolerations: [tv], annotations: { [defaultsKey]: '{' }, operation: 'UPDATE' },
         want: { tolerations: [tv] },
@@ -265,16 +268,10 @@ describe('PodTolerationRestriction admit', () => {
       });
     }
 
-    it('a malformed defaults annotation that is not JSON names the namespace and annotation', () => {
-      const got = admit({ tolerations: [], annotations: { [defaultsKey]: '[{' } });
-      assert.ok('denial' in got && got.denial.reason === 'Forbidden');
-      assert.match(got.denial.message, /^namespace "testNamespace" annotation "scheduler\.alpha\.kubernetes\.io\/defaultTolerations": invalid JSON: /);
-    });
-
     it('a client-supplied status.qosClass decides the QoS class', () => {
       const plugin = createPodTolerationRestriction();
       const object: Pod = { ...pod(bestEffort, []), status: { qosClass: 'Burstable' } };
-      const outcome = plugin.admit(object, podAttributes(object), contextWith(annotated()));
+      const outcome = plugin.admit(object, podAttributes('CREATE', object), contextWith(annotated()));
       assert.deepEqual((outcome.object as Pod).spec?.tolerations, [memoryPressure]);
     });
   });
@@ -320,10 +317,10 @@ describe('PodTolerationRestriction admit', () => {
     const plugin = createPodTolerationRestriction({ default: [tv] });
     const context = contextWith(annotated());
     const given = pod(burstable, [tv1]);
-    const once = plugin.admit(given, podAttributes(given), context).object;
+    const once = plugin.admit(given, podAttributes('CREATE', given), context).object;
     assert.ok(once !== undefined);
     assert.deepEqual((once as Pod).spec?.tolerations, [tv1, tv, memoryPressure]);
-    assert.equal(plugin.admit(once, podAttributes(once), context).object, once);
+    assert.equal(plugin.admit(once, podAttributes('CREATE', once), context).object, once);
   });
 
   it('the input is not modified, kept tolerations stay the same objects, and defaults are copies', () => {
@@ -332,7 +329,7 @@ describe('PodTolerationRestriction admit', () => {
     const own: Toleration = { key: 'own', operator: 'Exists' };
     const given = pod(bestEffort, [own]);
     const snapshot = structuredClone(given);
-    const [first, second] = (plugin.admit(given, podAttributes(given), contextWith(annotated())).object as Pod).spec?.tolerations ?? [];
+    const [first, second] = (plugin.admit(given, podAttributes('CREATE', given), contextWith(annotated())).object as Pod).spec?.tolerations ?? [];
     assert.deepEqual(given, snapshot);
     assert.equal(first, own);
     assert.deepEqual(second, clusterDefault);
@@ -368,6 +365,14 @@ describe('PodTolerationRestriction validate', () => {
       },
     },
     {
+      name: 'a whitelist annotation that is not JSON is forbidden with Go’s syntax error',
+      given: { tolerations: [tv], annotations: { [whitelistKey]: 'not json' } },
+      want: {
+        reason: 'Forbidden',
+        message: `namespace "testNamespace" annotation "${whitelistKey}": invalid character 'o' in literal null (expecting 'u')`,
+      },
+    },
+    {
       name: 'validate does not merge: a Burstable pod without memory-pressure passes a whitelist that lacks it',
       given: { containers: burstable, tolerations: [tv], annotations: annotated(undefined, [tv]) },
       want: undefined,
@@ -377,7 +382,7 @@ describe('PodTolerationRestriction validate', () => {
     it(row.name, () => {
       const plugin = createPodTolerationRestriction(row.given.cluster ?? {});
       const object = pod(row.given.containers ?? bestEffort, row.given.tolerations);
-      const outcome = plugin.validate(object, podAttributes(object, row.given.operation ?? 'CREATE'), contextWith(row.given.annotations));
+      const outcome = plugin.validate(object, podAttributes(row.given.operation ?? 'CREATE', object), contextWith(row.given.annotations));
       assert.deepEqual(outcome.denial, row.want);
     });
   }
@@ -387,12 +392,12 @@ describe('PodTolerationRestriction handles', () => {
   const plugin = createPodTolerationRestriction({ default: [tv] });
   const object = pod(bestEffort, []);
   const rows: { name: string; given: AdmissionAttributes; want: boolean }[] = [
-    { name: 'pod CREATE is handled', given: podAttributes(object, 'CREATE'), want: true },
-    { name: 'pod UPDATE is handled', given: podAttributes(object, 'UPDATE'), want: true },
-    { name: 'pod DELETE is not handled', given: podAttributes(object, 'DELETE'), want: false },
-    { name: 'pod CONNECT is not handled', given: podAttributes(object, 'CONNECT'), want: false },
-    { name: 'a pod subresource is ignored', given: podAttributes(object, 'UPDATE', 'status'), want: false },
-    { name: 'a non-pod resource is ignored', given: { ...podAttributes(object), resource: { group: '', version: 'v1', resource: 'configmaps' } }, want: false },
+    { name: 'pod CREATE is handled', given: podAttributes('CREATE', object), want: true },
+    { name: 'pod UPDATE is handled', given: podAttributes('UPDATE', object), want: true },
+    { name: 'pod DELETE is not handled', given: podAttributes('DELETE', object), want: false },
+    { name: 'pod CONNECT is not handled', given: podAttributes('CONNECT', object), want: false },
+    { name: 'a pod subresource is ignored', given: podAttributes('UPDATE', object, { subResource: 'status' }), want: false },
+    { name: 'a non-pod resource is ignored', given: { ...podAttributes('CREATE', object), resource: { group: '', version: 'v1', resource: 'configmaps' } }, want: false },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -427,6 +432,18 @@ describe('extractNamespaceTolerations', () => {
       },
     },
     {
+      name: 'a whole tolerationSeconds written with an exponent (1e3) is a type error, as in Go',
+      given: namespace({ [defaultsKey]: '[{"key":"k","tolerationSeconds":1e3}]' }),
+      want: {
+        error: `namespace "ns" annotation "${defaultsKey}": json: cannot unmarshal number 1e3 into Go struct field Toleration.tolerationSeconds of type int64`,
+      },
+    },
+    {
+      name: 'a syntax error beats an earlier type error, as Go checks the syntax first',
+      given: namespace({ [defaultsKey]: '[{"key":5},' }),
+      want: { error: `namespace "ns" annotation "${defaultsKey}": unexpected end of JSON input` },
+    },
+    {
       name: 'a list element that is not an object is a type error',
       given: namespace({ [defaultsKey]: '[true]' }),
       want: { error: `namespace "ns" annotation "${defaultsKey}": json: cannot unmarshal bool into Go value of type v1.Toleration` },
@@ -444,12 +461,4 @@ describe('extractNamespaceTolerations', () => {
       assert.deepEqual(extractNamespaceTolerations(row.given, defaultsKey), row.want);
     });
   }
-
-  it('exact field names do not fold case (the config-file decoder)', () => {
-    assert.deepEqual(decodeTolerationList([{ Key: 'k', key: 'x' }], 'exact'), { tolerations: [{ key: 'x' }] });
-  });
-
-  it('a later key that folds to the same field wins, as Go assigns in order', () => {
-    assert.deepEqual(decodeTolerationList([{ key: 'x', KEY: 'y' }], 'case-insensitive'), { tolerations: [{ key: 'y' }] });
-  });
 });

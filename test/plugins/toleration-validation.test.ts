@@ -1,46 +1,23 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import type { JsonObject, Toleration } from '../../src/api/types.js';
 import { aggregateMessage, errorMessage } from '../../src/plugins/field-errors.js';
 import type { AdmissionAttributes, Operation, PluginContext } from '../../src/plugins/plugin.js';
 import { createTolerationValidation } from '../../src/plugins/toleration-validation.js';
+import { admissionAttributes, pluginContext, podResource, type RequestResource } from '../support/plugin-inputs.js';
 
 const plugin = createTolerationValidation();
 const allFour = 'supported values: "Equal", "Exists", "Lt", "Gt"';
 const annotationKey = 'scheduler.alpha.kubernetes.io/tolerations';
 
 function context(gateOn: boolean): PluginContext {
-  return {
-    gates: { ...defaultFeatureGates, TaintTolerationComparisonOperators: gateOn },
-    namespace: undefined,
-    node: () => undefined,
-    nodes: () => [],
-  };
+  return pluginContext({ gates: { TaintTolerationComparisonOperators: gateOn } });
 }
 
-function attributes(
-  resource: { group: string; resource: string; kind: string },
-  operation: Operation,
-  object: JsonObject | undefined,
-  oldObject?: JsonObject,
-  subResource = '',
-): AdmissionAttributes {
-  const version = 'v1';
-  return {
-    operation,
-    kind: { group: resource.group, version, kind: resource.kind },
-    resource: { group: resource.group, version, resource: resource.resource },
-    subResource,
-    namespace: 'default',
-    name: 'from-attributes',
-    object,
-    oldObject,
-    dryRun: false,
-  };
+/** The request names `from-attributes`, so a test can tell the request's name from the object's. */
+function attributes(resource: RequestResource, operation: Operation, object: JsonObject | undefined, oldObject?: JsonObject, subResource = ''): AdmissionAttributes {
+  return admissionAttributes(resource, operation, object, { oldObject, subResource, name: 'from-attributes' });
 }
-
-const podResource = { group: '', resource: 'pods', kind: 'Pod' };
 
 function pod(tolerations: Toleration[] | undefined, annotations?: Record<string, string>): JsonObject {
   return {

@@ -4,7 +4,6 @@ import type { Toleration } from '../../src/api/types.js';
 import { aggregateMessage, errorMessage, type FieldError, type FieldErrorType } from '../../src/plugins/field-errors.js';
 import {
   allowsComparisonOperators,
-  decodeTolerationsAsGo,
   validateOnlyAddedTolerations,
   validateTolerations,
   validateTolerationsInAnnotations,
@@ -371,45 +370,6 @@ describe('validateTolerationsInAnnotations', () => {
   for (const row of rows) {
     it(row.name, () => {
       assert.deepEqual(validateTolerationsInAnnotations(row.given, A, off).map(errorMessage), row.want);
-    });
-  }
-});
-
-describe('decodeTolerationsAsGo (json.Unmarshal into []core.Toleration)', () => {
-  const rows: { name: string; given: string; want: { tolerations: Toleration[] } | { error: string } }[] = [
-    { name: 'decodes the five fields', given: '[{"key":"k","operator":"Equal","value":"v","effect":"NoExecute","tolerationSeconds":30}]', want: { tolerations: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoExecute', tolerationSeconds: 30 }] } },
-    { name: 'matches field names case-insensitively, as Go does', given: '[{"KEY":"k","Operator":"Exists"}]', want: { tolerations: [{ key: 'k', operator: 'Exists' }] } },
-    { name: 'ignores unknown fields', given: '[{"key":"k","colour":"red"}]', want: { tolerations: [{ key: 'k' }] } },
-    { name: 'a null element is an empty toleration', given: '[null]', want: { tolerations: [{}] } },
-    { name: 'a null string field leaves it unset', given: '[{"key":null}]', want: { tolerations: [{}] } },
-    { name: 'whitespace around values is allowed', given: ' [ { "key" : "k" } ] \n', want: { tolerations: [{ key: 'k' }] } },
-    { name: 'an empty input is the end of input', given: '   ', want: { error: 'unexpected end of JSON input' } },
-    { name: 'a bare word is an invalid character', given: 'hello', want: { error: "invalid character 'h' looking for beginning of value" } },
-    { name: 'a trailing comma in an array', given: '[{"key":"k"},]', want: { error: "invalid character ']' looking for beginning of value" } },
-    { name: 'a trailing comma in an object', given: '[{"key":"k",}]', want: { error: "invalid character '}' looking for beginning of object key string" } },
-    { name: 'a missing colon', given: '[{"key" "k"}]', want: { error: `invalid character '"' after object key` } },
-    { name: 'a missing comma between fields', given: '[{"key":"k" "value":"v"}]', want: { error: `invalid character '"' after object key:value pair` } },
-    { name: 'a missing comma between elements', given: '[{} {}]', want: { error: "invalid character '{' after array element" } },
-    { name: 'text after the value', given: '[] x', want: { error: "invalid character 'x' after top-level value" } },
-    { name: 'single quotes', given: "['k']", want: { error: "invalid character '\\'' looking for beginning of value" } },
-    { name: 'a misspelt literal', given: '[nul]', want: { error: "invalid character ']' in literal null (expecting 'l')" } },
-    { name: 'a leading zero', given: '[01]', want: { error: "invalid character '1' after array element" } },
-    { name: 'a bad escape', given: '["\\x"]', want: { error: "invalid character 'x' in string escape code" } },
-    { name: 'a raw control character in a string', given: '["a\tb"]', want: { error: "invalid character '\\t' in string literal" } },
-    { name: 'a non-ASCII character is named by its first UTF-8 byte', given: '[é]', want: { error: "invalid character 'Ã' looking for beginning of value" } },
-    { name: 'a string instead of a list', given: '"k"', want: { error: 'json: cannot unmarshal string into Go value of type []core.Toleration' } },
-    { name: 'a number element', given: '[1]', want: { error: 'json: cannot unmarshal number into Go value of type core.Toleration' } },
-    { name: 'a number key', given: '[{"key":1}]', want: { error: 'json: cannot unmarshal number into Go struct field Toleration.key of type string' } },
-    { name: 'a bool operator names its Go type', given: '[{"operator":true}]', want: { error: 'json: cannot unmarshal bool into Go struct field Toleration.operator of type core.TolerationOperator' } },
-    { name: 'an array effect names its Go type', given: '[{"effect":[]}]', want: { error: 'json: cannot unmarshal array into Go struct field Toleration.effect of type core.TaintEffect' } },
-    { name: 'a fractional tolerationSeconds names the literal', given: '[{"tolerationSeconds":1.5}]', want: { error: 'json: cannot unmarshal number 1.5 into Go struct field Toleration.tolerationSeconds of type int64' } },
-    { name: 'a string tolerationSeconds', given: '[{"tolerationSeconds":"30"}]', want: { error: 'json: cannot unmarshal string into Go struct field Toleration.tolerationSeconds of type int64' } },
-    { name: 'the first type error wins', given: '[{"key":1},{"value":2}]', want: { error: 'json: cannot unmarshal number into Go struct field Toleration.key of type string' } },
-    { name: 'a syntax error anywhere beats an earlier type error', given: '[{"key":1},', want: { error: 'unexpected end of JSON input' } },
-  ];
-  for (const row of rows) {
-    it(row.name, () => {
-      assert.deepEqual(decodeTolerationsAsGo(row.given), row.want);
     });
   }
 });
