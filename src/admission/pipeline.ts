@@ -5,7 +5,8 @@
  * the ClusterFacts passed in; the plugins themselves are pure.
  */
 import type { FeatureGates } from '../api/feature-gates.js';
-import { MirrorPodAnnotation, type JsonObject, type Toleration } from '../api/types.js';
+import { MirrorPodAnnotation, type JsonObject } from '../api/types.js';
+import { tolerationsOf } from '../tolerations/pod-tolerations.js';
 import type {
   AdmissionAttributes,
   Denial,
@@ -179,10 +180,6 @@ function assertAppendOnlyUpdate(attributes: AdmissionAttributes, original: JsonO
   }
 }
 
-function tolerationsOf(pod: JsonObject): readonly Toleration[] {
-  const spec = pod.spec as { tolerations?: Toleration[] | null } | undefined;
-  return spec?.tolerations ?? [];
-}
 
 class FindingsCollector {
   readonly warnings: string[] = [];

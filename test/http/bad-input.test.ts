@@ -113,7 +113,82 @@ const rows: Row[] = [
   { name: 'nesting 10,000 levels deep', body: '['.repeat(10_000) + ']'.repeat(10_000), status: 400, message: /nested deeper than 512 levels/ },
   { name: 'a text/plain content type', body: validReviewText(), contentType: 'text/plain', status: 415, message: /Content-Type must be application\/json/ },
   { name: 'an XML content type', body: '<AdmissionReview/>', contentType: 'application/xml', status: 415, message: /Content-Type must be application\/json/ },
+  // Numbers beyond int64. kube-apiserver decodes every pod into Go types first (tolerationSeconds
+  // is an int64, a preference weight an int32), so it never sends such a value; object-shape.ts
+  // exists to refuse what it would not send, with the field named. JSON.parse gives 1e20 as an
+  // integral double, so `Number.isInteger` alone lets it through.
+  {
+    name: 'tolerationSeconds of 1e20, beyond int64',
+    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":1e20'),
+    status: 400,
+    message: /request\.object\.spec\.tolerations\[0\]\.tolerationSeconds: expected (integer|int64)/,
+  },
+  {
+    // Not 2^63 itself: JSON.parse rounds the valid 2^63 - 1 to 2^63 too, so only values clearly
+    // beyond the int64 range can be told apart from valid ones.
+    name: 'tolerationSeconds of 10^19, past the int64 maximum of about 9.22e18',
+    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":10000000000000000000'),
+    status: 400,
+    message: /tolerationSeconds: expected (integer|int64)/,
+  },
+  {
+    name: 'tolerationSeconds of -1e20, below the int64 minimum',
+    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":-1e20'),
+    status: 400,
+    message: /tolerationSeconds: expected (integer|int64)/,
+  },
+  {
+    name: 'tolerationSeconds of 1e400, which JSON.parse makes Infinity',
+    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":1e400'),
+    status: 400,
+    message: /tolerationSeconds: expected integer, got number/,
+  },
+  {
+    name: 'an oldObject tolerationSeconds of 1e20 on UPDATE',
+    body: withRequest((r) => {
+      r.operation = 'UPDATE';
+      r.oldObject = structuredClone(r.object);
+      (r.oldObject as { spec: Record<string, unknown> }).spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 7 }];
+    }).replace('"tolerationSeconds":7', '"tolerationSeconds":1e20'),
+    status: 400,
+    message: /request\.oldObject\.spec\.tolerations\[0\]\.tolerationSeconds: expected (integer|int64)/,
+  },
+  {
+    name: 'a preferred node-affinity weight of 1e20, beyond int32',
+    body: withNumber(
+      (p) => (p.spec.affinity = { nodeAffinity: { preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 7, preference: {} }] } }),
+      '"weight":7',
+      '"weight":1e20',
+    ),
+    status: 400,
+    message: /preferredDuringSchedulingIgnoredDuringExecution\[0\]\.weight: expected (integer|int32)/,
+  },
+  {
+    name: 'a cpu request of 1e400, which JSON.parse makes Infinity',
+    body: withNumber((p) => (p.spec.containers = [{ name: 'a', resources: { requests: { cpu: 7 } } }]), '"cpu":7', '"cpu":1e400'),
+    status: 400,
+    message: /requests\["cpu"\]: expected quantity \(string or number\), got number/,
+  },
+  {
+    name: 'a DaemonSet template tolerationSeconds of 1e20',
+    body: withRequest((r) => {
+      r.kind = { group: 'apps', version: 'v1', kind: 'DaemonSet' };
+      r.resource = { group: 'apps', version: 'v1', resource: 'daemonsets' };
+      r.object = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'agent' }, spec: { template: { spec: { tolerations: [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 7 }] } } } };
+    }).replace('"tolerationSeconds":7', '"tolerationSeconds":1e20'),
+    status: 400,
+    message: /request\.object\.spec\.template\.spec\.tolerations\[0\]\.tolerationSeconds: expected (integer|int64)/,
+  },
+  { name: 'a qosClass that is a number', body: withRequest((r) => ((r.object as Record<string, unknown>).status = { qosClass: 3 })), status: 400, message: /request\.object\.status\.qosClass: expected string, got number/ },
+  { name: 'an operation in lower case', body: withRequest((r) => (r.operation = 'create')), status: 400, message: /request\.operation: unsupported value "create"/ },
 ];
+
+/** A body with one number literal written as given, since JSON.stringify cannot write 1e20 or 1e400. */
+function withNumber(change: (pod: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void, placeholder: string, literal: string): string {
+  const body = withObject(change);
+  assert.ok(body.includes(placeholder), `placeholder ${placeholder} in the body`);
+  return body.replace(placeholder, literal);
+}
 
 function validReviewText(): string {
   return JSON.stringify(validReview());
