@@ -31,18 +31,7 @@ function diffInto(original: unknown, changed: unknown, path: string, out: JsonPa
     return;
   }
   if (Array.isArray(original) && Array.isArray(changed)) {
-    // Element by element over the common length, then appends (at their index) or removals
-    // (from the end backwards, so every index stays valid while the patch is applied).
-    const common = Math.min(original.length, changed.length);
-    for (let i = 0; i < common; i++) {
-      diffInto(original[i], changed[i], `${path}/${i}`, out);
-    }
-    for (let i = common; i < changed.length; i++) {
-      out.push({ op: 'add', path: `${path}/${i}`, value: changed[i] });
-    }
-    for (let i = original.length - 1; i >= common; i--) {
-      out.push({ op: 'remove', path: `${path}/${i}` });
-    }
+    diffArrays(original, changed, path, out);
     return;
   }
   if (isObject(original) && isObject(changed)) {
@@ -64,6 +53,63 @@ function diffInto(original: unknown, changed: unknown, path: string, out: JsonPa
   if (!jsonEqual(original, changed)) {
     out.push({ op: 'replace', path, value: changed });
   }
+}
+
+/**
+ * Arrays are matched on their anchors: object elements the plugins kept (the same reference in
+ * both arrays, in the same order). Between two anchors, the elements that were removed and the
+ * ones that were added are paired by position and diffed into each other (a toleration replaced in
+ * place becomes one small operation); the rest are removed or added. So a toleration that merely
+ * moved because another was dropped before it is never re-sent: re-sending it would put its
+ * numbers through a JavaScript double, and an int64 tolerationSeconds above 2^53 would come back
+ * changed.
+ */
+function diffArrays(original: readonly unknown[], changed: readonly unknown[], path: string, out: JsonPatchOperation[]): void {
+  const anchors = findAnchors(original, changed);
+  let position = 0;
+  let fromOriginal = 0;
+  let fromChanged = 0;
+  for (const [anchorOriginal, anchorChanged] of [...anchors, [original.length, changed.length] as const]) {
+    const removed = anchorOriginal - fromOriginal;
+    const added = anchorChanged - fromChanged;
+    const paired = Math.min(removed, added);
+    for (let k = 0; k < paired; k++) {
+      diffInto(original[fromOriginal + k], changed[fromChanged + k], `${path}/${position + k}`, out);
+    }
+    position += paired;
+    // Each removal shifts the rest left, so every extra element goes from the same index.
+    for (let k = paired; k < removed; k++) {
+      out.push({ op: 'remove', path: `${path}/${position}` });
+    }
+    for (let k = paired; k < added; k++) {
+      out.push({ op: 'add', path: `${path}/${position}`, value: changed[fromChanged + k] });
+      position++;
+    }
+    position++; // the anchor itself, unchanged
+    fromOriginal = anchorOriginal + 1;
+    fromChanged = anchorChanged + 1;
+  }
+}
+
+/** Pairs of indices of object elements present by reference in both arrays, increasing in both. */
+function findAnchors(original: readonly unknown[], changed: readonly unknown[]): (readonly [number, number])[] {
+  const indexInChanged = new Map<unknown, number>();
+  changed.forEach((item, index) => {
+    if (typeof item === 'object' && item !== null) {
+      // A reference that appears twice cannot anchor: which copy is "the same" is ambiguous.
+      indexInChanged.set(item, indexInChanged.has(item) ? -1 : index);
+    }
+  });
+  const anchors: (readonly [number, number])[] = [];
+  let last = -1;
+  original.forEach((item, index) => {
+    const match = typeof item === 'object' && item !== null ? indexInChanged.get(item) : undefined;
+    if (match !== undefined && match > last) {
+      anchors.push([index, match]);
+      last = match;
+    }
+  });
+  return anchors;
 }
 
 /** Structural equality of two JSON values (key order ignored, as JSON objects are unordered). */

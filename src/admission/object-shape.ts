@@ -7,7 +7,7 @@
 import { AdmissionError } from './errors.js';
 
 type Shape = (
-  | { readonly type: 'string' | 'boolean' | 'integer' | 'quantity' }
+  | { readonly type: 'string' | 'boolean' | 'integer' | 'int32' | 'quantity' }
   | { readonly type: 'object'; readonly fields: Readonly<Record<string, Shape>> }
   | { readonly type: 'map'; readonly values: Shape }
   | { readonly type: 'array'; readonly items: Shape }
@@ -15,7 +15,10 @@ type Shape = (
 
 const string: Shape = { type: 'string' };
 const boolean: Shape = { type: 'boolean' };
+/** Go's int64 (tolerationSeconds). */
 const integer: Shape = { type: 'integer' };
+/** Go's int32 (a preferred term's weight). */
+const int32: Shape = { type: 'int32' };
 /** resource.Quantity marshals as a string; a bare JSON number is accepted by its decoder too. */
 const quantity: Shape = { type: 'quantity' };
 const object = (fields: Record<string, Shape>): Shape => ({ type: 'object', fields });
@@ -51,7 +54,7 @@ const podSpec = object({
   affinity: object({
     nodeAffinity: object({
       requiredDuringSchedulingIgnoredDuringExecution: object({ nodeSelectorTerms: array(term) }),
-      preferredDuringSchedulingIgnoredDuringExecution: array(object({ weight: integer, preference: term })),
+      preferredDuringSchedulingIgnoredDuringExecution: array(object({ weight: int32, preference: term })),
     }),
   }),
 });
@@ -75,11 +78,19 @@ const shapesByKind: Readonly<Record<string, Shape>> = {
   '/Namespace': object({ metadata: objectMeta }),
 };
 
-/** Throws an InvalidField AdmissionError naming the first field whose JSON type is wrong. */
+/**
+ * Throws an InvalidField AdmissionError naming the first field whose JSON type is wrong. Every
+ * object the API server sends has `metadata` (policies and plugins read its labels and name), so
+ * one without it is refused too.
+ */
 export function checkObjectShape(group: string, kind: string, value: unknown, path: string): void {
   const shape = shapesByKind[`${group}/${kind}`];
-  if (shape !== undefined) {
-    check(shape, value, path);
+  if (shape === undefined || value === undefined) {
+    return;
+  }
+  check(shape, value, path);
+  if (!isPlainObject((value as Record<string, unknown>).metadata)) {
+    throw new AdmissionError('InvalidField', `${path}.metadata is required`);
   }
 }
 
@@ -118,7 +129,14 @@ function check(shape: Shape, value: unknown, path: string): void {
       if (typeof value !== 'boolean') fail(path, 'boolean', value);
       return;
     case 'integer':
+      // int64: [-2^63, 2^63 - 1]. 2^63 - 1 itself parses to the double 2^63, so only values above
+      // that are certainly out of range (Go's decoder would refuse them).
       if (typeof value !== 'number' || !Number.isInteger(value)) fail(path, 'integer', value);
+      if (value > 2 ** 63 || value < -(2 ** 63)) fail(path, 'integer within int64', value);
+      return;
+    case 'int32':
+      if (typeof value !== 'number' || !Number.isInteger(value)) fail(path, 'integer', value);
+      if (value > 2 ** 31 - 1 || value < -(2 ** 31)) fail(path, 'integer within int32', value);
       return;
     case 'quantity':
       if (typeof value !== 'string' && (typeof value !== 'number' || !Number.isFinite(value))) fail(path, 'quantity (string or number)', value);

@@ -79,17 +79,6 @@ function memoryPressureToleration(): Toleration {
   return { key: TaintKey.NodeMemoryPressure, operator: 'Exists', effect: 'NoSchedule' };
 }
 
-/** Same toleration, reading absent and '' (and absent and null seconds) alike, as Go's zero values. */
-function sameToleration(a: Toleration, b: Toleration): boolean {
-  return (
-    (a.key ?? '') === (b.key ?? '') &&
-    (a.operator ?? '') === (b.operator ?? '') &&
-    (a.value ?? '') === (b.value ?? '') &&
-    (a.effect ?? '') === (b.effect ?? '') &&
-    (a.tolerationSeconds ?? null) === (b.tolerationSeconds ?? null)
-  );
-}
-
 export function createPodTolerationRestriction(config: PodTolerationRestrictionConfig = {}) {
   const handles = (attributes: AdmissionAttributes): boolean =>
     isPodRequest(attributes) && (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE');
@@ -152,7 +141,9 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
       let tolerations: readonly Toleration[] = original;
       if (extra.length > 0) {
         // Pod first: on equal standing the pod's own entry survives (MergeTolerations).
-        const merged = mergeTolerations(original, extra).map((t) => original.find((o) => sameToleration(o, t)) ?? t);
+        // mergeTolerations returns the given objects themselves, so what it kept from the pod is
+        // recognised by identity (an extra equal to a pod entry never survives: the first wins).
+        const merged = mergeTolerations(original, extra);
         if (attributes.operation === 'CREATE') {
           tolerations = merged;
         } else {
@@ -161,7 +152,8 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
           // forbids an UPDATE that removes or rewrites a toleration ("existing toleration can not be
           // modified except its tolerationSeconds"): upstream would make such a pod un-updatable
           // once it is not BestEffort. Keeping every existing entry keeps the pod updatable.
-          const added = merged.filter((t) => !original.some((o) => sameToleration(o, t)));
+          const originals = new Set(original);
+          const added = merged.filter((t) => !originals.has(t));
           tolerations = [...original, ...added];
         }
       }

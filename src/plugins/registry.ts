@@ -1,22 +1,28 @@
 /**
- * The plugins in the order the API server runs its own (pkg/kubeapiserver/options/plugins.go puts
- * DefaultTolerationSeconds before PodTolerationRestriction), and their selection by
- * `--enable-plugins` / `--disable-plugins`.
+ * The plugins in the order Kubernetes applies the same rules, and their selection by
+ * `--enable-plugins` / `--disable-plugins`. DaemonSetTolerations comes first: upstream the
+ * DaemonSet controller writes these tolerations into the pod before the API server's admission
+ * chain sees it, and running it after PodTolerationRestriction would let a second review merge
+ * differently than the first (the webhook must be idempotent). Then the API server's own order
+ * (pkg/kubeapiserver/options/plugins.go: DefaultTolerationSeconds before PodTolerationRestriction),
+ * then tenancy, then validation of the final object, then warnings about where it can run.
  */
 import type { PodTolerationRestrictionConfig } from './pod-toleration-restriction.js';
 import { createPodTolerationRestriction } from './pod-toleration-restriction.js';
 import { createDefaultTolerationSeconds, type DefaultTolerationSecondsConfig } from './default-toleration-seconds.js';
 import { createDaemonSetTolerations } from './daemonset-tolerations.js';
 import { createTolerationValidation } from './toleration-validation.js';
+import { createSchedulingWarnings } from './scheduling-warnings.js';
 import type { MutatingPlugin, PluginName, ValidatingPlugin } from './plugin.js';
 
 /** Every plugin, in admission order. All are on by default. */
 export const allPluginNames: readonly PluginName[] = [
+  'DaemonSetTolerations',
   'DefaultTolerationSeconds',
   'PodTolerationRestriction',
-  'DaemonSetTolerations',
   'DedicatedNodes',
   'TolerationValidation',
+  'SchedulingWarnings',
 ];
 
 export class PluginSelectionError extends Error {
@@ -55,6 +61,9 @@ export function buildPlugins(config: PluginConfiguration): { mutating: MutatingP
   const on = (name: PluginName): boolean => config.enabled.includes(name);
   const mutating: MutatingPlugin[] = [];
   const validating: ValidatingPlugin[] = [];
+  if (on('DaemonSetTolerations')) {
+    mutating.push(createDaemonSetTolerations());
+  }
   if (on('DefaultTolerationSeconds')) {
     mutating.push(createDefaultTolerationSeconds(config.defaultTolerationSeconds));
   }
@@ -63,15 +72,16 @@ export function buildPlugins(config: PluginConfiguration): { mutating: MutatingP
     mutating.push(plugin);
     validating.push(plugin);
   }
-  if (on('DaemonSetTolerations')) {
-    mutating.push(createDaemonSetTolerations());
-  }
   if (on('DedicatedNodes') && config.dedicatedNodes !== undefined) {
     mutating.push(config.dedicatedNodes);
     validating.push(config.dedicatedNodes);
   }
   if (on('TolerationValidation')) {
     validating.push(createTolerationValidation());
+  }
+  // Last: a pod that is refused needs no warning about where it would have run.
+  if (on('SchedulingWarnings')) {
+    validating.push(createSchedulingWarnings());
   }
   return { mutating, validating };
 }

@@ -81,18 +81,69 @@ export function isSuperset(ss: Toleration, t: Toleration): boolean {
  */
 export function mergeTolerations(first: readonly Toleration[], second: readonly Toleration[]): Toleration[] {
   const all = [...first, ...second];
+  // Only a toleration with the same key, or the empty-key Exists (every key), can be a superset
+  // (isSuperset step 2). Comparing within those buckets instead of against every entry keeps the
+  // merge linear for pods whose tolerations have distinct keys — upstream compares all pairs,
+  // which for the tens of thousands of tolerations a 7 MiB body can hold would stall the event
+  // loop for seconds. The result is the same: no pair skipped here could have matched.
+  const indicesByKey = new Map<string, number[]>();
+  const wildcardIndices: number[] = [];
+  all.forEach((t, i) => {
+    const key = t.key ?? '';
+    let bucket = indicesByKey.get(key);
+    if (bucket === undefined) {
+      bucket = [];
+      indicesByKey.set(key, bucket);
+    }
+    bucket.push(i);
+    if (isWildcard(t)) {
+      wildcardIndices.push(i);
+    }
+  });
+  const keptByKey = new Map<string, Toleration[]>();
+  const keptWildcards: Toleration[] = [];
   const merged: Toleration[] = [];
   all.forEach((t, i) => {
-    if (merged.some((kept) => isSuperset(kept, t))) {
+    const key = t.key ?? '';
+    // The empty key's own bucket already holds the wildcards.
+    const keptCandidates = key === '' ? (keptByKey.get(key) ?? []) : [...(keptByKey.get(key) ?? []), ...keptWildcards];
+    if (keptCandidates.some((kept) => isSuperset(kept, t))) {
       return;
     }
     // If the tolerations are equal, upstream prefers the first, so identical later ones do not count.
-    if (all.slice(i + 1).some((later) => !deepEqualTolerations(t, later) && isSuperset(later, t))) {
+    const laterCandidates = key === '' ? indicesAfter(indicesByKey.get(key) ?? [], i) : [...indicesAfter(indicesByKey.get(key) ?? [], i), ...indicesAfter(wildcardIndices, i)];
+    if (laterCandidates.some((j) => !deepEqualTolerations(t, all[j] ?? {}) && isSuperset(all[j] ?? {}, t))) {
       return;
     }
     merged.push(t);
+    let kept = keptByKey.get(key);
+    if (kept === undefined) {
+      kept = [];
+      keptByKey.set(key, kept);
+    }
+    kept.push(t);
+    if (isWildcard(t)) {
+      keptWildcards.push(t);
+    }
   });
   return merged;
+}
+
+/** The empty-key `Exists`: tolerates every key, so it is a candidate superset of any toleration. */
+function isWildcard(t: Toleration): boolean {
+  return (t.key ?? '') === '' && t.operator === 'Exists';
+}
+
+/** The entries of an ascending index list that come after `index` (binary search). */
+function indicesAfter(sorted: readonly number[], index: number): readonly number[] {
+  let low = 0;
+  let high = sorted.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    if ((sorted[middle] ?? 0) <= index) low = middle + 1;
+    else high = middle;
+  }
+  return sorted.slice(low);
 }
 
 /**

@@ -72,6 +72,7 @@ const rows: Row[] = [
   },
   { name: 'dryRun as a string', body: withRequest((r) => (r.dryRun = 'true')), status: 400, message: /request\.dryRun: expected boolean, got string/ },
   { name: 'a namespace as a number', body: withRequest((r) => (r.namespace = 7)), status: 400, message: /request\.namespace: expected string, got number/ },
+  { name: 'an object with no metadata', body: withObject((p) => delete (p as { metadata?: unknown }).metadata), status: 400, message: /request\.object\.metadata is required/ },
   { name: 'tolerations as an object', body: withObject((p) => (p.spec.tolerations = {})), status: 400, message: /request\.object\.spec\.tolerations: expected array, got object/ },
   { name: 'a toleration that is a string', body: withObject((p) => (p.spec.tolerations = ['x'])), status: 400, message: /spec\.tolerations\[0\]: expected object, got string/ },
   { name: 'a null toleration', body: withObject((p) => (p.spec.tolerations = [null])), status: 400, message: /spec\.tolerations\[0\]: expected object, got null/ },
