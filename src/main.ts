@@ -13,6 +13,8 @@ import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from './cli/options.js';
 import { readReviewInput, reviewFlags, reviewSides, runReview } from './cli/review.js';
 import { explainManifest, reviewsFromManifests } from './cli/explain.js';
+import { testCommand } from './cli/policy-test.js';
+import { simulateCommand } from './cli/simulate.js';
 import { createApp } from './http/app.js';
 import { createMetrics } from './http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
@@ -41,12 +43,25 @@ const serveFlags = {
 
 const offlineFlags = { ...admissionFlags, ...reviewFlags, help: { kind: 'boolean', help: 'show this help' } } as const satisfies Record<string, FlagSpec>;
 
+/** What the offline commands read and write, passed in so they stay testable. */
+const commandIo = {
+  stdout: (text: string): void => {
+    process.stdout.write(text);
+  },
+  stderr: (text: string): void => {
+    process.stderr.write(text);
+  },
+  readFile: (path: string): string => readFileSync(path, 'utf8'),
+};
+
 const commands = `Usage: tolerator <command> [flags]
 
 Commands:
   serve     run the admission webhook over HTTPS (what npm start runs)
   review    read an AdmissionReview (file or -) and print the response, as the server would answer
   explain   for pod or workload manifests and the cluster state, which group applies and every change, with its reason
+  simulate  on which nodes pods may schedule, are avoided, or get evicted (--nodes FILE MANIFEST... [-o json])
+  test      run a directory of *.test.yaml admission cases, as a CI step; non-zero exit on failure
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -58,6 +73,10 @@ async function main(argv: readonly string[]): Promise<number> {
       return review(rest);
     case 'explain':
       return explain(rest);
+    case 'simulate':
+      return simulateCommand(rest, commandIo);
+    case 'test':
+      return testCommand(rest, commandIo);
     case undefined:
     case 'help':
     case '--help':

@@ -22,6 +22,7 @@ const reasons: Record<PluginName, string> = {
   DaemonSetTolerations: 'a DaemonSet runs one pod on every node whatever its condition, so its pods tolerate the node-condition taints (the DaemonSet controller\'s set)',
   DedicatedNodes: 'the namespace belongs to a node group: its pods tolerate the group\'s taint and require the group\'s nodes (DedicatedNodes)',
   TolerationValidation: 'every toleration must pass the API server\'s own validation (TolerationValidation)',
+  SchedulingWarnings: 'the pod is checked against the nodes the cluster state holds (SchedulingWarnings)',
 };
 
 export interface ExplainInput {

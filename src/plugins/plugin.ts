@@ -78,7 +78,8 @@ export type PluginName =
   | 'PodTolerationRestriction'
   | 'DaemonSetTolerations'
   | 'DedicatedNodes'
-  | 'TolerationValidation';
+  | 'TolerationValidation'
+  | 'SchedulingWarnings';
 
 export interface MutatingPlugin {
   readonly name: PluginName;

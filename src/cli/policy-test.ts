@@ -1,0 +1,433 @@
+/**
+ * `tolerator test DIR`: admission cases for a platform team's CI. Every `*.test.yaml` (or
+ * `.test.yml`) file under DIR, recursively, holds one or more cases (YAML documents); other files
+ * (cluster state, policies) are support files the cases point at. A case:
+ *
+ * ```yaml
+ * name: a pod in a tenant namespace gets the group's toleration      # required
+ * args: [--feature-gates=TaintTolerationComparisonOperators=true]    # optional: tolerator's admission flags
+ * policies: ..                      # optional: --policies, relative to the case file
+ * clusterState: cluster.yaml        # optional: --cluster-state, relative to the case file
+ * webhook: both                     # both (default: mutate, then validate) | mutate | validate
+ * operation: CREATE                 # CREATE (default) | UPDATE
+ * namespace: ml                     # optional: else resource.metadata.namespace, else "default"
+ * resource: { apiVersion: v1, kind: Pod, ... }
+ * oldResource: { ... }              # required for UPDATE
+ * expect:
+ *   allowed: true
+ *   patched: { ... }                # optional: the whole resource after tolerator's patch
+ *   warnings: [ ... ]               # optional: exactly these warnings
+ * # or
+ * expect:
+ *   allowed: false
+ *   message: ...                    # optional: the exact status message
+ *   messageContains: ...            # optional: a part of it
+ * ```
+ *
+ * Paths in `args` (`--policies`, `--cluster-state`, `--admission-config`) are relative to the
+ * case file too, so a test directory can be run from anywhere. The request goes through the same
+ * pipeline as the server (`pipelineFor`), built from the same flags. Exit code: 0 when every case
+ * passes, 1 when one fails, 2 when the directory or a case cannot be read.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { dirname, join, resolve } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import type { JsonObject } from '../api/types.js';
+import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
+import { AdmissionError } from '../admission/errors.js';
+import { jsonEqual, type JsonPatchOperation } from '../admission/json-patch-diff.js';
+import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
+import { parseAdmissionReview } from '../admission/review.js';
+import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
+import { loadPolicyDirectory } from '../tenancy/policy-directory.js';
+import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
+import { formatPolicyLoadError } from '../tenancy/policy.js';
+import { parseFlags, usage, UsageError, type ParsedFlags } from './flags.js';
+import { admissionFlags, readAdmissionSettings } from './options.js';
+import { pipelineFor } from './runtime.js';
+
+export interface CommandIo {
+  readonly stdout: (text: string) => void;
+  readonly stderr: (text: string) => void;
+  readonly readFile: (path: string) => string;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Running one object through the pipeline (shared with `tolerator simulate --mutate`)
+
+export interface AdmissionRun {
+  readonly allowed: boolean;
+  /** The object after the patch (the object itself when nothing changed or when denied). */
+  readonly object: JsonObject;
+  readonly message: string | undefined;
+  readonly warnings: readonly string[];
+}
+
+export interface AdmissionInput {
+  readonly object: JsonObject;
+  readonly oldObject?: JsonObject | undefined;
+  readonly operation: 'CREATE' | 'UPDATE';
+  readonly namespace: string;
+  readonly sides: readonly WebhookSide[];
+}
+
+/** Builds the AdmissionReview the API server would send for `object`, runs it, applies the patch. */
+export async function admitObject(pipeline: Pipeline, input: AdmissionInput): Promise<AdmissionRun> {
+  const { object } = input;
+  const apiVersion = typeof object.apiVersion === 'string' ? object.apiVersion : 'v1';
+  const kind = typeof object.kind === 'string' ? object.kind : '';
+  const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/', 2) as [string, string]) : ['', apiVersion];
+  const metadata = (object.metadata ?? {}) as { name?: unknown };
+  const review = {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'tolerator-offline',
+      kind: { group, version, kind },
+      resource: { group, version, resource: resourceOf(kind) },
+      namespace: input.namespace,
+      name: typeof metadata.name === 'string' ? metadata.name : '',
+      operation: input.operation,
+      object,
+      oldObject: input.oldObject ?? null,
+      dryRun: false,
+    },
+  };
+  const parsed = parseAdmissionReview(JSON.stringify(review));
+  const { decision } = await pipeline.review(parsed, input.sides);
+  const patched = decision.allowed && decision.patch !== undefined ? applyJsonPatch(object, decision.patch) : object;
+  return { allowed: decision.allowed, object: patched as JsonObject, message: decision.status?.message, warnings: decision.warnings ?? [] };
+}
+
+/** The plural resource name the API server uses for the kinds tolerator reads (NetworkPolicy → networkpolicies). */
+function resourceOf(kind: string): string {
+  const lower = kind.toLowerCase();
+  if (lower.endsWith('y')) return `${lower.slice(0, -1)}ies`;
+  if (lower.endsWith('s')) return `${lower}es`;
+  return `${lower}s`;
+}
+
+/**
+ * Applies the patches the pipeline produces (src/admission/json-patch-diff.ts: add, replace and
+ * remove, array additions at the end, removals from the end) to a copy of `document`.
+ */
+export function applyJsonPatch(document: unknown, patch: readonly JsonPatchOperation[]): unknown {
+  let root = structuredClone(document);
+  for (const operation of patch) {
+    const tokens = operation.path.split('/').slice(1).map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const last = tokens.pop();
+    if (last === undefined) {
+      root = operation.op === 'remove' ? undefined : structuredClone(operation.value);
+      continue;
+    }
+    let parent: unknown = root;
+    for (const token of tokens) {
+      parent = (parent as Record<string, unknown>)[token];
+    }
+    if (Array.isArray(parent)) {
+      const index = Number(last);
+      if (operation.op === 'add') parent.splice(index, 0, structuredClone(operation.value));
+      else if (operation.op === 'replace') parent[index] = structuredClone(operation.value);
+      else parent.splice(index, 1);
+    } else if (parent !== null && typeof parent === 'object') {
+      const record = parent as Record<string, unknown>;
+      if (operation.op === 'remove') Reflect.deleteProperty(record, last);
+      else record[last] = structuredClone(operation.value);
+    } else {
+      throw new Error(`cannot apply ${operation.op} at ${operation.path}: no such parent`);
+    }
+  }
+  return root;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+type Expectation =
+  | { readonly allowed: true; readonly patched?: JsonObject; readonly warnings?: readonly string[] }
+  | { readonly allowed: false; readonly message?: string; readonly messageContains?: string };
+
+export interface TestCase {
+  readonly name: string;
+  readonly file: string;
+  readonly args: readonly string[];
+  readonly sides: readonly WebhookSide[];
+  readonly operation: 'CREATE' | 'UPDATE';
+  readonly namespace: string;
+  readonly resource: JsonObject;
+  readonly oldResource: JsonObject | undefined;
+  readonly expect: Expectation;
+}
+
+class CaseError extends Error {}
+
+const caseFields = new Set(['name', 'args', 'policies', 'clusterState', 'webhook', 'operation', 'namespace', 'resource', 'oldResource', 'expect']);
+const pathFlags = ['policies', 'cluster-state', 'admission-config'] as const;
+
+function isObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** Reads one case document; every problem is an error naming the file and the case. */
+export function parseTestCase(document: unknown, file: string, index: number): TestCase {
+  const where = `${file}: document ${index + 1}`;
+  if (!isObject(document)) throw new CaseError(`${where}: a test case must be a mapping`);
+  for (const field of Object.keys(document)) {
+    if (!caseFields.has(field)) throw new CaseError(`${where}: unknown field ${JSON.stringify(field)}; known fields are ${[...caseFields].join(', ')}`);
+  }
+  const name = document.name;
+  if (typeof name !== 'string' || name === '') throw new CaseError(`${where}: name is required`);
+  const at = `${where} (${name})`;
+  const args = document.args ?? [];
+  if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) throw new CaseError(`${at}: args must be a list of strings`);
+  const allArgs = [...(args)];
+  for (const [field, flag] of [['policies', 'policies'], ['clusterState', 'cluster-state']] as const) {
+    const value = document[field];
+    if (value === undefined) continue;
+    if (typeof value !== 'string') throw new CaseError(`${at}: ${field} must be a path`);
+    allArgs.push(`--${flag}=${value}`);
+  }
+  const webhook = document.webhook ?? 'both';
+  const sides: readonly WebhookSide[] | undefined = webhook === 'both' ? ['mutate', 'validate'] : webhook === 'mutate' || webhook === 'validate' ? [webhook] : undefined;
+  if (sides === undefined) throw new CaseError(`${at}: webhook must be both, mutate or validate`);
+  const operation = document.operation ?? 'CREATE';
+  if (operation !== 'CREATE' && operation !== 'UPDATE') throw new CaseError(`${at}: operation must be CREATE or UPDATE`);
+  const resource = document.resource;
+  if (!isObject(resource)) throw new CaseError(`${at}: resource must be a Kubernetes object`);
+  const oldResource = document.oldResource;
+  if (oldResource !== undefined && !isObject(oldResource)) throw new CaseError(`${at}: oldResource must be a Kubernetes object`);
+  if (operation === 'UPDATE' && oldResource === undefined) throw new CaseError(`${at}: an UPDATE needs oldResource`);
+  const metadataNamespace = (resource.metadata as { namespace?: unknown } | undefined)?.namespace;
+  const namespace = document.namespace ?? (typeof metadataNamespace === 'string' ? metadataNamespace : 'default');
+  if (typeof namespace !== 'string') throw new CaseError(`${at}: namespace must be a string`);
+  return { name, file, args: allArgs, sides, operation, namespace, resource, oldResource, expect: parseExpectation(document.expect, at) };
+}
+
+function parseExpectation(expect: unknown, at: string): Expectation {
+  if (!isObject(expect) || typeof expect.allowed !== 'boolean') throw new CaseError(`${at}: expect.allowed (true or false) is required`);
+  const known = expect.allowed ? ['allowed', 'patched', 'warnings'] : ['allowed', 'message', 'messageContains'];
+  for (const field of Object.keys(expect)) {
+    if (!known.includes(field)) throw new CaseError(`${at}: expect.${field} does not go with allowed: ${String(expect.allowed)}; use ${known.join(', ')}`);
+  }
+  if (expect.allowed) {
+    if (expect.patched !== undefined && !isObject(expect.patched)) throw new CaseError(`${at}: expect.patched must be the resource after the patch`);
+    const warnings = expect.warnings;
+    if (warnings !== undefined && !(Array.isArray(warnings) && warnings.every((w) => typeof w === 'string'))) throw new CaseError(`${at}: expect.warnings must be a list of strings`);
+    return { allowed: true, ...(expect.patched === undefined ? {} : { patched: expect.patched }), ...(warnings === undefined ? {} : { warnings: warnings }) };
+  }
+  for (const field of ['message', 'messageContains'] as const) {
+    if (expect[field] !== undefined && typeof expect[field] !== 'string') throw new CaseError(`${at}: expect.${field} must be a string`);
+  }
+  return {
+    allowed: false,
+    ...(expect.message === undefined ? {} : { message: expect.message as string }),
+    ...(expect.messageContains === undefined ? {} : { messageContains: expect.messageContains as string }),
+  };
+}
+
+/** Every `*.test.yaml`/`*.test.yml` under `dir`, recursively, in name order. */
+export function findCaseFiles(dir: string): string[] {
+  const found: string[] = [];
+  for (const name of readdirSync(dir).sort()) {
+    const path = join(dir, name);
+    if (statSync(path).isDirectory()) found.push(...findCaseFiles(path));
+    else if (/\.test\.ya?ml$/.test(name)) found.push(path);
+  }
+  return found;
+}
+
+/** The case's flags with their file paths resolved against the case file's directory. */
+function caseFlags(testCase: TestCase): ParsedFlags {
+  const flags = parseFlags(testCase.args, admissionFlags);
+  const values = new Map(flags.values);
+  for (const flag of pathFlags) {
+    const value = values.get(flag);
+    if (typeof value === 'string') values.set(flag, resolve(dirname(testCase.file), value));
+  }
+  return { values, positionals: flags.positionals };
+}
+
+export interface CaseResult {
+  readonly passed: boolean;
+  /** For a failure: what differs, for a person. */
+  readonly failure?: string;
+}
+
+/** Runs one case. `policies` caches loaded policy directories across cases. */
+export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readFile'>, policies: Map<string, PolicySet> = new Map()): Promise<CaseResult> {
+  const flags = caseFlags(testCase);
+  if (flags.positionals.length > 0) throw new CaseError(`${testCase.file} (${testCase.name}): args must be flags, got ${flags.positionals.join(' ')}`);
+  const settings = readAdmissionSettings(flags);
+  let facts: ClusterFacts = emptyClusterFacts;
+  if (settings.clusterStateFile !== undefined) {
+    facts = staticClusterFacts(parseClusterState(io.readFile(settings.clusterStateFile), settings.clusterStateFile));
+  }
+  let set = emptyPolicySet;
+  if (settings.policiesDir !== undefined) {
+    const dir = settings.policiesDir;
+    let cached = policies.get(dir);
+    if (cached === undefined) {
+      const loaded = loadPolicyDirectory(dir);
+      if (loaded.errors.length > 0) throw new CaseError(`--policies ${dir}: ${loaded.errors.map(formatPolicyLoadError).join('; ')}`);
+      cached = loaded.set;
+      policies.set(dir, cached);
+    }
+    set = cached;
+  }
+  const pipeline = pipelineFor(settings, facts, () => set);
+  const run = await admitObject(pipeline, {
+    object: testCase.resource,
+    oldObject: testCase.oldResource,
+    operation: testCase.operation,
+    namespace: testCase.namespace,
+    sides: testCase.sides,
+  });
+  return judge(testCase.expect, run);
+}
+
+function judge(expect: Expectation, run: AdmissionRun): CaseResult {
+  if (expect.allowed !== run.allowed) {
+    const got = run.allowed ? 'allowed' : `denied: ${run.message ?? '(no message)'}`;
+    return { passed: false, failure: `expected ${expect.allowed ? 'allowed' : 'denied'}, got ${got}` };
+  }
+  const problems: string[] = [];
+  if (expect.allowed) {
+    if (expect.patched !== undefined && !jsonEqual(expect.patched, run.object)) {
+      problems.push(`the resource after the patch differs (- expected, + actual):\n${lineDiff(stringify(expect.patched), stringify(run.object))}`);
+    }
+    if (expect.warnings !== undefined && !jsonEqual(expect.warnings, run.warnings)) {
+      problems.push(`the warnings differ (- expected, + actual):\n${lineDiff(stringify(expect.warnings), stringify(run.warnings))}`);
+    }
+  } else {
+    const message = run.message ?? '';
+    if (expect.message !== undefined && expect.message !== message) {
+      problems.push(`the message differs (- expected, + actual):\n${lineDiff(expect.message, message)}`);
+    }
+    if (expect.messageContains !== undefined && !message.includes(expect.messageContains)) {
+      problems.push(`the message does not contain ${JSON.stringify(expect.messageContains)}:\n  ${message}`);
+    }
+  }
+  return problems.length === 0 ? { passed: true } : { passed: false, failure: problems.join('\n') };
+}
+
+/**
+ * A unified-style line diff (longest common subsequence), with two lines of context around each
+ * change: enough to see which field differs in a resource of a few hundred lines.
+ */
+export function lineDiff(expected: string, actual: string): string {
+  const a = expected.replace(/\n$/, '').split('\n');
+  const b = actual.replace(/\n$/, '').split('\n');
+  // lcs(i, j): length of the longest common subsequence of a[i..] and b[j..], in one flat table.
+  const width = b.length + 1;
+  const table = new Array<number>((a.length + 1) * width).fill(0);
+  const lcs = (i: number, j: number): number => table[i * width + j] ?? 0;
+  for (let i = a.length - 1; i >= 0; i--) {
+    for (let j = b.length - 1; j >= 0; j--) {
+      table[i * width + j] = a[i] === b[j] ? lcs(i + 1, j + 1) + 1 : Math.max(lcs(i + 1, j), lcs(i, j + 1));
+    }
+  }
+  const lines: { mark: ' ' | '-' | '+'; text: string }[] = [];
+  let i = 0;
+  let j = 0;
+  while (i < a.length || j < b.length) {
+    if (i < a.length && j < b.length && a[i] === b[j]) {
+      lines.push({ mark: ' ', text: a[i] ?? '' });
+      i++;
+      j++;
+    } else if (i < a.length && (j === b.length || lcs(i + 1, j) >= lcs(i, j + 1))) {
+      lines.push({ mark: '-', text: a[i] ?? '' });
+      i++;
+    } else {
+      lines.push({ mark: '+', text: b[j] ?? '' });
+      j++;
+    }
+  }
+  const context = 2;
+  const near = (index: number): boolean => lines.slice(Math.max(0, index - context), index + context + 1).some((line) => line.mark !== ' ');
+  const out: string[] = [];
+  let skipped = false;
+  for (const [index, line] of lines.entries()) {
+    if (near(index)) {
+      if (skipped) out.push('  ...');
+      skipped = false;
+      out.push(`  ${line.mark} ${line.text}`);
+    } else {
+      skipped = true;
+    }
+  }
+  if (skipped) out.push('  ...');
+  return out.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
+// The command
+
+const testFlags = { help: { kind: 'boolean', help: 'show this help' } } as const;
+
+export async function testCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+  let cases: TestCase[];
+  try {
+    const flags = parseFlags(argv, testFlags);
+    if (flags.values.get('help') === true) {
+      io.stdout(`Usage: tolerator test DIR\n\nRuns every *.test.yaml case under DIR through the admission pipeline.\n\n${usage(testFlags)}\n`);
+      return 0;
+    }
+    if (flags.positionals.length !== 1) throw new UsageError('test takes one directory of *.test.yaml cases');
+    const dir = flags.positionals[0] ?? '';
+    const files = findCaseFiles(dir);
+    if (files.length === 0) throw new UsageError(`no *.test.yaml or *.test.yml files under ${dir}`);
+    cases = files.flatMap((file) => {
+      const documents = parseAllDocuments(io.readFile(file));
+      return documents.flatMap((document, index) => {
+        const [error] = document.errors;
+        if (error !== undefined) throw new CaseError(`${file}: document ${index + 1}: ${error.message.split('\n', 1)[0] ?? ''}`);
+        const value: unknown = document.toJS();
+        return value === null || value === undefined ? [] : [parseTestCase(value, file, index)];
+      });
+    });
+  } catch (error) {
+    return inputError(io, error);
+  }
+
+  const policies = new Map<string, PolicySet>();
+  let failed = 0;
+  for (const testCase of cases) {
+    const label = `${testCase.name} (${testCase.file})`;
+    let result: CaseResult;
+    try {
+      result = await runTestCase(testCase, io, policies);
+    } catch (error) {
+      // A case that cannot run (bad flags, unreadable files, a review the webhook would refuse to read) fails, and says why.
+      const known = error instanceof CaseError || error instanceof UsageError || error instanceof AdmissionError;
+      result = { passed: false, failure: known ? error.message : `could not run: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    if (result.passed) {
+      io.stdout(`PASS ${label}\n`);
+    } else {
+      failed++;
+      io.stdout(`FAIL ${label}\n${indent(result.failure ?? '')}\n`);
+    }
+  }
+  io.stdout(`\n${cases.length - failed} passed, ${failed} failed, ${cases.length} cases\n`);
+  return failed === 0 ? 0 : 1;
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `    ${line}`)
+    .join('\n');
+}
+
+function inputError(io: CommandIo, error: unknown): number {
+  if (error instanceof UsageError || error instanceof CaseError) {
+    io.stderr(`tolerator test: ${error.message}\n`);
+    return 2;
+  }
+  const code = (error as { code?: unknown }).code;
+  if (error instanceof Error && typeof code === 'string') {
+    io.stderr(`tolerator test: ${error.message}\n`);
+    return 2;
+  }
+  throw error;
+}

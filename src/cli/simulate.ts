@@ -1,0 +1,260 @@
+/**
+ * `tolerator simulate --nodes FILE POD_FILE...`: on which nodes each pod may be scheduled, which
+ * nodes it would rather avoid, and when NoExecute taints would evict it (src/scheduling).
+ *
+ * Input files hold Pods or workloads (Deployment, ReplicaSet, StatefulSet, DaemonSet, Job,
+ * CronJob, ReplicationController, PodTemplate, or a `List` of them), as multi-document YAML or
+ * JSON; a workload is judged by the pod its template makes. A DaemonSet's pod carries the
+ * DaemonSet controller's tolerations, which the controller adds to every daemon pod whether or not
+ * tolerator runs. `--mutate` first passes each pod through tolerator's admission pipeline (the
+ * admission flags apply; `--cluster-state` defaults to the `--nodes` file, which may also hold
+ * Namespaces), so the result is what the pod would look like in a cluster running tolerator.
+ *
+ * Exit code: 0 when every pod can be scheduled on at least one node (with `--running`: may keep
+ * running on at least one), 1 otherwise or when `--mutate` denies a pod, 2 on a usage or input error.
+ */
+import { parseAllDocuments } from 'yaml';
+import type { FeatureGates } from '../api/feature-gates.js';
+import type { JsonObject, Node, Pod } from '../api/types.js';
+import type { ClusterFacts } from '../admission/cluster-facts.js';
+import type { Pipeline } from '../admission/pipeline.js';
+import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
+import type { PluginName } from '../plugins/plugin.js';
+import { evaluatePlacements, type Placement } from '../scheduling/placement.js';
+import { loadPolicyDirectory } from '../tenancy/policy-directory.js';
+import { emptyPolicySet } from '../tenancy/policy-set.js';
+import { formatPolicyLoadError } from '../tenancy/policy.js';
+import { parseFlags, usage, UsageError, type FlagSpec } from './flags.js';
+import { admissionFlags, readAdmissionSettings, type AdmissionSettings } from './options.js';
+import { admitObject, type CommandIo } from './policy-test.js';
+import { pipelineFor } from './runtime.js';
+
+export const simulateFlags = {
+  nodes: { kind: 'string', placeholder: 'FILE', help: 'Node manifests (multi-document YAML, JSON, or a v1 List) to simulate against' },
+  running: { kind: 'boolean', help: 'judge each pod as already running on each node: only NoExecute taints act' },
+  mutate: { kind: 'boolean', help: "pass each pod through tolerator's admission pipeline first (the admission flags apply)" },
+  output: { kind: 'string', placeholder: 'table|json', help: 'output format (default table); also -o' },
+  ...admissionFlags,
+  help: { kind: 'boolean', help: 'show this help' },
+} as const satisfies Record<string, FlagSpec>;
+
+export interface PodReport {
+  readonly pod: string;
+  readonly nodes: readonly Placement[];
+  /** Set when `--mutate` denied the pod: it would not exist, so no node is judged. */
+  readonly denied?: string;
+}
+
+/** A pod to judge and the name to report it by. */
+interface Subject {
+  readonly label: string;
+  readonly pod: Pod;
+  readonly namespace: string;
+  readonly fromDaemonSet: boolean;
+}
+
+class InputError extends Error {}
+
+export async function simulateCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+  let prepared: { subjects: Subject[]; nodes: readonly Node[]; settings: AdmissionSettings; facts: ClusterFacts; output: 'table' | 'json'; running: boolean; mutate: boolean };
+  try {
+    const flags = parseFlags(shortOutputFlag(argv), simulateFlags);
+    if (flags.values.get('help') === true) {
+      io.stdout(`Usage: tolerator simulate --nodes FILE [flags] POD_FILE...\n\n${usage(simulateFlags)}\n`);
+      return 0;
+    }
+    const str = (name: keyof typeof simulateFlags): string | undefined => flags.values.get(name) as string | undefined;
+    const output = str('output') ?? 'table';
+    if (output !== 'table' && output !== 'json') throw new UsageError(`-o must be table or json, got ${JSON.stringify(output)}`);
+    const nodesFile = str('nodes');
+    if (nodesFile === undefined) throw new UsageError('--nodes FILE is required');
+    if (flags.positionals.length === 0) throw new UsageError('give at least one file of pods or workloads');
+    const settings = readAdmissionSettings(flags);
+    const nodeState = parseClusterState(io.readFile(nodesFile), nodesFile);
+    if (nodeState.nodes.length === 0) throw new InputError(`${nodesFile}: no v1 Node found`);
+    for (const warning of nodeState.warnings) io.stderr(`tolerator simulate: ${warning}\n`);
+    const clusterState = settings.clusterStateFile === undefined ? nodeState : parseClusterState(io.readFile(settings.clusterStateFile), settings.clusterStateFile);
+    const subjects = flags.positionals.flatMap((file) => podsInFile(io.readFile(file), file, (warning) => { io.stderr(`tolerator simulate: ${warning}\n`); }));
+    if (subjects.length === 0) throw new InputError('no pod or workload found in the given files');
+    prepared = {
+      subjects,
+      nodes: nodeState.nodes,
+      settings,
+      facts: staticClusterFacts({ namespaces: clusterState.namespaces, nodes: nodeState.nodes }),
+      output,
+      running: flags.values.get('running') === true,
+      mutate: flags.values.get('mutate') === true,
+    };
+  } catch (error) {
+    return inputError(io, error);
+  }
+
+  const { subjects, nodes, settings, facts, running } = prepared;
+  let pipeline: Pipeline;
+  try {
+    pipeline = prepared.mutate ? pipelineFor(settings, facts, policySource(settings)) : pipelineFor({ ...settings, enabled: daemonSetOnly }, facts, () => emptyPolicySet);
+  } catch (error) {
+    return inputError(io, error);
+  }
+  const reports: PodReport[] = [];
+  for (const subject of subjects) {
+    reports.push(await judge(subject, nodes, settings.gates, running, prepared.mutate || subject.fromDaemonSet ? pipeline : undefined));
+  }
+
+  io.stdout(prepared.output === 'json' ? `${JSON.stringify(reports, null, 2)}\n` : renderTable(reports));
+  const placed = (report: PodReport): boolean => report.denied === undefined && report.nodes.some((placement) => placement.schedulable);
+  for (const report of reports.filter((r) => !placed(r))) {
+    io.stderr(report.denied === undefined ? `tolerator simulate: ${report.pod} fits none of the ${nodes.length} nodes\n` : `tolerator simulate: ${report.pod} is denied by admission: ${report.denied}\n`);
+  }
+  return reports.every(placed) ? 0 : 1;
+}
+
+/** Without --mutate, only the DaemonSet controller's tolerations are applied (the controller always adds them). */
+const daemonSetOnly: readonly PluginName[] = ['DaemonSetTolerations'];
+
+function policySource(settings: AdmissionSettings): () => typeof emptyPolicySet {
+  if (settings.policiesDir === undefined) return () => emptyPolicySet;
+  const loaded = loadPolicyDirectory(settings.policiesDir);
+  if (loaded.errors.length > 0) throw new InputError(`--policies ${settings.policiesDir}: ${loaded.errors.map(formatPolicyLoadError).join('; ')}`);
+  return () => loaded.set;
+}
+
+async function judge(subject: Subject, nodes: readonly Node[], gates: FeatureGates, running: boolean, pipeline: Pipeline | undefined): Promise<PodReport> {
+  let pod = subject.pod;
+  if (pipeline !== undefined) {
+    const run = await admitObject(pipeline, { object: pod, operation: 'CREATE', namespace: subject.namespace, sides: ['mutate', 'validate'] });
+    if (!run.allowed) {
+      return { pod: subject.label, nodes: [], denied: run.message ?? 'denied' };
+    }
+    pod = run.object;
+  }
+  return { pod: subject.label, nodes: evaluatePlacements(pod, nodes, gates, { running }) };
+}
+
+/** kubectl's `-o json`, `-o=json` and `-ojson` become `--output json` for the flag parser. */
+function shortOutputFlag(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '-o') {
+      out.push('--output', argv[i + 1] ?? '');
+      i++;
+    } else if (arg.startsWith('-o') && !arg.startsWith('--')) {
+      out.push(`--output=${arg.slice(arg.startsWith('-o=') ? 3 : 2)}`);
+    } else {
+      out.push(arg);
+    }
+  }
+  return out;
+}
+
+const templateKinds = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'ReplicationController']);
+
+/** Every pod a file describes: Pods as they are, workloads as the pod their template makes. */
+export function podsInFile(text: string, file: string, warn: (warning: string) => void): Subject[] {
+  const subjects: Subject[] = [];
+  parseAllDocuments(text).forEach((document, index) => {
+    const where = `${file}: document ${index + 1}`;
+    const [error] = document.errors;
+    if (error !== undefined) throw new InputError(`${where}: ${error.message.split('\n', 1)[0] ?? ''}`);
+    const value: unknown = document.toJS();
+    if (value !== null && value !== undefined) collect(value, where);
+  });
+  return subjects;
+
+  function collect(value: unknown, where: string): void {
+    if (!isObject(value)) throw new InputError(`${where}: expected a Kubernetes object`);
+    const kind = typeof value.kind === 'string' ? value.kind : '';
+    const metadata = isObject(value.metadata) ? value.metadata : {};
+    const name = typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : '(unnamed)';
+    const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
+    const label = `${kind}/${name}`;
+    if (kind === 'List' || kind.endsWith('List')) {
+      const items = Array.isArray(value.items) ? (value.items as unknown[]) : [];
+      items.forEach((item, i) => {
+        collect(item, `${where}, items[${i}]`);
+      });
+      return;
+    }
+    if (kind === 'Pod') {
+      subjects.push({ label, pod: value, namespace, fromDaemonSet: false });
+      return;
+    }
+    const template = kind === 'PodTemplate' ? value.template : kind === 'CronJob' ? dig(value, ['spec', 'jobTemplate', 'spec', 'template']) : templateKinds.has(kind) ? dig(value, ['spec', 'template']) : undefined;
+    if (template === undefined) {
+      warn(`${where}: ${kind === '' ? 'an object without kind' : kind} ignored (not a pod or workload)`);
+      return;
+    }
+    if (!isObject(template) || !isObject(template.spec)) throw new InputError(`${where}: ${label} has no pod template spec`);
+    const templateMetadata = isObject(template.metadata) ? template.metadata : {};
+    const fromDaemonSet = kind === 'DaemonSet';
+    const pod: Pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        ...templateMetadata,
+        generateName: `${name}-`,
+        namespace,
+        // The DaemonSet controller makes itself the controller of its pods; DaemonSetTolerations keys on that.
+        ...(fromDaemonSet ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name, controller: true }] } : {}),
+      },
+      spec: template.spec,
+    };
+    subjects.push({ label, pod, namespace, fromDaemonSet });
+  }
+}
+
+function dig(value: JsonObject, path: readonly string[]): unknown {
+  let current: unknown = value;
+  for (const key of path) {
+    current = isObject(current) ? current[key] : undefined;
+  }
+  return current;
+}
+
+function isObject(value: unknown): value is JsonObject {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+/** A table for a person: one row per pod and node, the pod named on its first row only. */
+export function renderTable(reports: readonly PodReport[]): string {
+  const header = ['POD', 'NODE', 'SCHEDULABLE', 'PREFERRED', 'EVICTED', 'REASONS'];
+  const rows: string[][] = [];
+  for (const report of reports) {
+    if (report.denied !== undefined) {
+      rows.push([report.pod, '-', '-', '-', '-', `denied by admission: ${report.denied}`]);
+      continue;
+    }
+    report.nodes.forEach((placement, index) => {
+      rows.push([
+        index === 0 ? report.pod : '',
+        placement.node,
+        placement.schedulable ? 'yes' : 'no',
+        placement.preferred ? 'yes' : 'no',
+        describeEviction(placement.evictAfterSeconds),
+        placement.reasons.join('; '),
+      ]);
+    });
+  }
+  const widths = header.map((title, column) => Math.max(title.length, ...rows.map((row) => (row[column] ?? '').length)));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join('  ')
+      .trimEnd();
+  return `${[header, ...rows].map(line).join('\n')}\n`;
+}
+
+function describeEviction(seconds: number | null): string {
+  if (seconds === null) return 'never';
+  return seconds === 0 ? 'at once' : `after ${seconds}s`;
+}
+
+/** Usage errors, unreadable or malformed files, and bad flags all end here: exit code 2. */
+function inputError(io: CommandIo, error: unknown): number {
+  if (error instanceof Error) {
+    io.stderr(`tolerator simulate: ${error.message}\n`);
+    return 2;
+  }
+  throw error;
+}

@@ -1,0 +1,59 @@
+/**
+ * When a pod running on a node is evicted by the node's NoExecute taints, as the taint eviction
+ * controller decides it (pkg/controller/tainteviction/taint_eviction.go `processPodOnNode`,
+ * `getMinTolerationTime`, and v1helper `GetMatchingTolerations`):
+ *
+ * 1. For each NoExecute taint, the FIRST toleration in the pod's list that tolerates it is the one
+ *    used (later ones are never looked at, even with a longer or unlimited tolerationSeconds).
+ * 2. If some NoExecute taint is tolerated by no toleration, the pod is evicted at once.
+ * 3. Otherwise the pod stays for the smallest tolerationSeconds among the used tolerations (the
+ *    minimum over all taints, not per taint); a used toleration without tolerationSeconds tolerates
+ *    forever and does not count, and a value ≤ 0 means at once. None with a value: never evicted.
+ */
+import type { Taint, Toleration } from '../api/types.js';
+import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
+
+export interface NoExecuteOutcome {
+  /** 0: evicted at once; N: after N seconds; null: never evicted by these taints. */
+  readonly evictAfterSeconds: number | null;
+  /** For a person: which taint and which toleration decided. */
+  readonly reasons: readonly string[];
+}
+
+/** Taint.ToString: `key=value:effect`, or `key:effect` without a value. */
+export function describeTaint(taint: Taint): string {
+  const value = taint.value === undefined || taint.value === '' ? '' : `=${taint.value}`;
+  return `${taint.key}${value}:${taint.effect}`;
+}
+
+export function noExecuteOutcome(tolerations: readonly Toleration[], taints: readonly Taint[], gates: ComparisonOperatorGate): NoExecuteOutcome {
+  const noExecute = taints.filter((taint) => taint.effect === 'NoExecute');
+  if (noExecute.length === 0) {
+    return { evictAfterSeconds: null, reasons: [] };
+  }
+  const untolerated: string[] = [];
+  const used: { taint: Taint; index: number; seconds: number | null }[] = [];
+  for (const taint of noExecute) {
+    const index = tolerations.findIndex((toleration) => toleratesTaint(toleration, taint, gates));
+    const toleration = tolerations[index];
+    if (toleration === undefined) {
+      untolerated.push(describeTaint(taint));
+    } else {
+      used.push({ taint, index, seconds: toleration.tolerationSeconds ?? null });
+    }
+  }
+  if (untolerated.length > 0) {
+    return { evictAfterSeconds: 0, reasons: untolerated.map((taint) => `taint ${taint} is not tolerated: evicted at once`) };
+  }
+  const limited = used.filter((entry): entry is { taint: Taint; index: number; seconds: number } => entry.seconds !== null);
+  if (limited.length === 0) {
+    return { evictAfterSeconds: null, reasons: [] };
+  }
+  // Zero and negative values are "evict immediately" (the Toleration type's documentation).
+  const seconds = Math.max(0, Math.min(...limited.map((entry) => entry.seconds)));
+  const deciding = limited.filter((entry) => Math.max(0, entry.seconds) === seconds);
+  const reasons = deciding.map(
+    ({ taint, index, seconds: given }) => `taint ${describeTaint(taint)} is tolerated by spec.tolerations[${index}] for tolerationSeconds ${given}: evicted ${seconds === 0 ? 'at once' : `after ${seconds}s`}`,
+  );
+  return { evictAfterSeconds: seconds, reasons };
+}
