@@ -1,0 +1,82 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { parseFlags, UsageError } from '../../src/cli/flags.js';
+import { admissionFlags, parseFeatureGates, readAdmissionSettings } from '../../src/cli/options.js';
+import { allPluginNames, selectPlugins } from '../../src/plugins/registry.js';
+
+describe('flags in kube-apiserver style', () => {
+  const rows: { name: string; argv: string[]; want: Record<string, unknown>; positionals?: string[] }[] = [
+    { name: '--name=value and --name value are the same', argv: ['--policies=a', '--cluster-state', 'b'], want: { policies: 'a', 'cluster-state': 'b' } },
+    { name: 'the last occurrence wins, as in pflag', argv: ['--policies=a', '--policies=b'], want: { policies: 'b' } },
+    { name: 'an integer flag is read as an int64', argv: ['--default-not-ready-toleration-seconds=-5'], want: { 'default-not-ready-toleration-seconds': -5n } },
+    { name: 'arguments that are not flags are positionals, and -- ends the flags', argv: ['a.yaml', '--', '--policies=x'], want: {}, positionals: ['a.yaml', '--policies=x'] },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const parsed = parseFlags(row.argv, admissionFlags);
+      assert.deepEqual(Object.fromEntries(parsed.values), row.want);
+      assert.deepEqual(parsed.positionals, row.positionals ?? []);
+    });
+  }
+
+  const errors: { name: string; argv: string[]; message: RegExp }[] = [
+    { name: 'an unknown flag', argv: ['--feature-gate=x'], message: /unknown flag: --feature-gate/ },
+    { name: 'a flag without its value', argv: ['--policies'], message: /flag needs an argument: --policies/ },
+    { name: 'a non-integer for an integer flag', argv: ['--default-unreachable-toleration-seconds=5m'], message: /invalid integer value "5m"/ },
+    { name: 'an integer beyond int64', argv: ['--default-unreachable-toleration-seconds=9223372036854775808'], message: /out of the int64 range/ },
+  ];
+  for (const row of errors) {
+    it(`${row.name} is a usage error`, () => {
+      assert.throws(() => parseFlags(row.argv, admissionFlags), (error: unknown) => error instanceof UsageError && row.message.test(error.message));
+    });
+  }
+});
+
+describe('--feature-gates', () => {
+  it('defaults to the Kubernetes 1.35 defaults: comparison operators off, pod-level resources on', () => {
+    assert.deepEqual(parseFeatureGates(undefined), { TaintTolerationComparisonOperators: false, PodLevelResources: true });
+  });
+  it('takes comma-separated Name=bool pairs with strconv.ParseBool spellings', () => {
+    assert.deepEqual(parseFeatureGates('TaintTolerationComparisonOperators=True, PodLevelResources=0'), {
+      TaintTolerationComparisonOperators: true,
+      PodLevelResources: false,
+    });
+  });
+  it('refuses an unknown gate, a missing value and a bad boolean', () => {
+    assert.throws(() => parseFeatureGates('TaintTolerations=true'), /unrecognized feature gate: TaintTolerations/);
+    assert.throws(() => parseFeatureGates('PodLevelResources'), /missing bool value for PodLevelResources/);
+    assert.throws(() => parseFeatureGates('PodLevelResources=yes'), /invalid boolean value "yes"/);
+  });
+});
+
+describe('--enable-plugins and --disable-plugins, as kube-apiserver\'s admission-plugin flags', () => {
+  it('all plugins are on by default, in the fixed order', () => {
+    assert.deepEqual(selectPlugins([], []), allPluginNames);
+  });
+  it('disabling removes a plugin and keeps the order of the rest', () => {
+    assert.deepEqual(selectPlugins([], ['DefaultTolerationSeconds', 'DaemonSetTolerations']), [
+      'PodTolerationRestriction',
+      'DedicatedNodes',
+      'TolerationValidation',
+      'SchedulingWarnings',
+    ]);
+  });
+  it('the order of the flag never changes the order of the plugins', () => {
+    assert.deepEqual(selectPlugins(['TolerationValidation', 'DaemonSetTolerations'], []), allPluginNames);
+  });
+  it('a plugin in both lists is an error', () => {
+    assert.throws(() => selectPlugins(['DedicatedNodes'], ['DedicatedNodes']), /DedicatedNodes cannot be in both --enable-plugins and --disable-plugins/);
+  });
+  it('an unknown plugin is an error that lists the known ones', () => {
+    assert.throws(() => selectPlugins(['PodNodeSelector'], []), /unknown admission plugin "PodNodeSelector"; known plugins: DaemonSetTolerations, /);
+  });
+  it('reaches the settings through the flags', () => {
+    const settings = readAdmissionSettings(parseFlags(['--disable-plugins=SchedulingWarnings', '--default-not-ready-toleration-seconds=60'], admissionFlags));
+    assert.equal(settings.enabled.includes('SchedulingWarnings'), false);
+    assert.equal(settings.notReadySeconds, 60);
+    assert.equal(settings.unreachableSeconds, 300);
+  });
+  it('a toleration-seconds flag beyond what a JSON number carries exactly is refused', () => {
+    assert.throws(() => readAdmissionSettings(parseFlags(['--default-not-ready-toleration-seconds=9007199254740992'], admissionFlags)), /beyond what a JSON number carries exactly/);
+  });
+});
