@@ -1,0 +1,238 @@
+/**
+ * The servers under test, as child processes pinned to one core: tolerator as production starts
+ * it (`node --enable-experimental-regexp-engine-on-excessive-backtracks dist/main.js serve …`) and
+ * the floor (bench/floor-server.ts). Also what the bench reads about them from /proc: resident
+ * memory (VmRSS) and CPU time.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { createServer } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Payload } from './payloads.js';
+
+export const serverCore = '0';
+export const loadCore = '1';
+
+export interface Certificate {
+  readonly ca: string;
+  readonly certFile: string;
+  readonly keyFile: string;
+}
+
+export interface ServerSpec {
+  readonly label: string;
+  readonly kind: 'tolerator' | 'floor' | 'express-floor';
+  readonly logLevel?: 'info' | 'warn';
+  readonly policiesDir?: string;
+  readonly clusterStateFile?: string;
+  /** Write a V8 CPU profile into this directory when the server exits. */
+  readonly cpuProfileDir?: string;
+}
+
+export interface RunningServer {
+  readonly spec: ServerSpec;
+  readonly pid: number;
+  readonly port: number;
+  readonly url: string;
+  /** Milliseconds from spawn to the first successful /readyz (or /healthz for the floor). */
+  readonly startupMs: number;
+  stop(): Promise<void>;
+}
+
+const root = new URL('..', import.meta.url).pathname;
+
+/** An unused port on 127.0.0.1, found by letting the kernel pick one. */
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      probe.close(() => {
+        resolve(port);
+      });
+    });
+  });
+}
+
+/** The environment without any way to find a cluster, so `--cluster-state` is what serves. */
+function serverEnvironment(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.KUBECONFIG;
+  delete env.KUBERNETES_SERVICE_HOST;
+  delete env.KUBERNETES_SERVICE_PORT;
+  delete env.NODE_OPTIONS;
+  return env;
+}
+
+export function commandFor(spec: ServerSpec, port: number, certificate: Certificate): string[] {
+  const node = [process.execPath, '--enable-experimental-regexp-engine-on-excessive-backtracks'];
+  if (spec.cpuProfileDir !== undefined) node.push('--cpu-prof', '--cpu-prof-dir', spec.cpuProfileDir);
+  const tls = ['--port', String(port), '--bind-address', '127.0.0.1', '--tls-cert-file', certificate.certFile, '--tls-private-key-file', certificate.keyFile];
+  if (spec.kind !== 'tolerator') {
+    return [...node, '--import', 'tsx', 'bench/floor-server.ts', ...tls, ...(spec.kind === 'express-floor' ? ['--express'] : [])];
+  }
+  return [
+    ...node,
+    'dist/main.js',
+    'serve',
+    ...tls,
+    '--log-level',
+    spec.logLevel ?? 'warn',
+    ...(spec.policiesDir === undefined ? [] : ['--policies', spec.policiesDir]),
+    ...(spec.clusterStateFile === undefined ? [] : ['--cluster-state', spec.clusterStateFile]),
+    // Stop at once when the bench is done (the delay exists for endpoint removal in a cluster).
+    '--shutdown-delay',
+    '0',
+    '--shutdown-grace',
+    '2',
+  ];
+}
+
+export async function startServer(spec: ServerSpec, certificate: Certificate): Promise<RunningServer> {
+  const port = await freePort();
+  const started = performance.now();
+  // Standard output (one JSON log line per review at info) goes to /dev/null, as cheap for the
+  // server as a pipe a container runtime drains; standard error is kept for failures.
+  const child = spawn('taskset', ['-c', serverCore, ...commandFor(spec, port, certificate)], {
+    cwd: root,
+    env: serverEnvironment(),
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  let stderr = '';
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr = (stderr + chunk).slice(-8000);
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
+    resolve(code);
+  }));
+  const pid = child.pid;
+  if (pid === undefined) throw new Error(`${spec.label}: could not start`);
+
+  const deadline = performance.now() + 60_000;
+  const readyPath = spec.kind === 'tolerator' ? '/readyz' : '/healthz';
+  for (;;) {
+    if (child.exitCode !== null) {
+      throw new Error(`${spec.label} exited with ${child.exitCode} before serving:\n${stderr}`);
+    }
+    if ((await getStatus(port, readyPath, certificate)) === 200) break;
+    if (performance.now() > deadline) {
+      await stopChild(child, exited);
+      throw new Error(`${spec.label} not ready within 60 s:\n${stderr}`);
+    }
+    await sleep(50);
+  }
+  const startupMs = performance.now() - started;
+  return {
+    spec,
+    pid,
+    port,
+    url: `https://127.0.0.1:${port}`,
+    startupMs,
+    stop: () => stopChild(child, exited),
+  };
+}
+
+async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  child.kill('SIGTERM');
+  const timeout = sleep(15_000).then(() => 'timeout' as const);
+  if ((await Promise.race([exited, timeout])) === 'timeout') {
+    child.kill('SIGKILL');
+    await exited;
+  }
+}
+
+function getStatus(port: number, path: string, certificate: Certificate): Promise<number | undefined> {
+  return new Promise((resolve) => {
+    const req = request({ host: '127.0.0.1', port, path, method: 'GET', ca: certificate.ca, servername: 'localhost', agent: false, timeout: 2000 }, (res) => {
+      res.resume();
+      res.on('end', () => {
+        resolve(res.statusCode);
+      });
+    });
+    req.on('error', () => {
+      resolve(undefined);
+    });
+    req.on('timeout', () => {
+      req.destroy();
+    });
+    req.end();
+  });
+}
+
+export interface CheckedAnswer {
+  readonly allowed: boolean;
+  readonly patchOperations: number;
+}
+
+/**
+ * Sends `payload` once, verifying the TLS chain against the CA, and checks the answer is an
+ * AdmissionReview for the same uid with the expected `allowed`: load numbers of wrong answers
+ * would be worthless.
+ */
+export function checkAnswer(server: RunningServer, payload: Payload, certificate: Certificate): Promise<CheckedAnswer> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: payload.path,
+        method: 'POST',
+        ca: certificate.ca,
+        servername: 'localhost',
+        agent: false,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload.body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const where = `${server.spec.label} ${payload.path} ${payload.name}`;
+          if (res.statusCode !== 200) {
+            reject(new Error(`${where}: HTTP ${res.statusCode}: ${text.slice(0, 500)}`));
+            return;
+          }
+          const answer = JSON.parse(text) as { response?: { uid?: string; allowed?: boolean; patch?: string } };
+          const sent = JSON.parse(payload.body) as { request: { uid: string } };
+          if (answer.response?.uid !== sent.request.uid) {
+            reject(new Error(`${where}: answered uid ${String(answer.response?.uid)}, sent ${sent.request.uid}`));
+            return;
+          }
+          const allowed = answer.response.allowed === true;
+          if (server.spec.kind === 'tolerator' && allowed !== payload.expectAllowed) {
+            reject(new Error(`${where}: allowed ${allowed}, expected ${payload.expectAllowed}: ${text.slice(0, 500)}`));
+            return;
+          }
+          const patch = answer.response.patch === undefined ? [] : (JSON.parse(Buffer.from(answer.response.patch, 'base64').toString('utf8')) as unknown[]);
+          resolve({ allowed, patchOperations: patch.length });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload.body);
+  });
+}
+
+/** Resident memory of a process in bytes (VmRSS of /proc/<pid>/status). */
+export function residentBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
+  if (match?.[1] === undefined) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(match[1]) * 1024;
+}
+
+/** The clock ticks per second of /proc/<pid>/stat (USER_HZ): 100 on every Linux architecture the bench runs on. */
+const ticksPerSecond = 100;
+
+/** User plus system CPU seconds a process has used (fields 14 and 15 of /proc/<pid>/stat). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may contain spaces; the fields after its closing parenthesis don't.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // fields[0] is field 3 (state), so utime (14) and stime (15) are fields[11] and fields[12].
+  return (Number(fields[11]) + Number(fields[12])) / ticksPerSecond;
+}
