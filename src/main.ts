@@ -20,8 +20,6 @@ import { createMetrics } from './http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
 import { startTlsServer } from './http/tls-server.js';
 import { loadClusterStateFile } from './kube/cluster-state-file.js';
-import { startInformers } from './kube/informers.js';
-import { loadKubeConfig } from './kube/kube-config.js';
 import { pipelineFor, startTenancy } from './cli/runtime.js';
 
 const serveFlags = {
@@ -94,7 +92,9 @@ function createLogger(level: string | undefined): Logger {
   if (level !== undefined && !levels.includes(level)) {
     throw new UsageError(`--log-level must be one of ${levels.join(', ')}`);
   }
-  return pino({ level: level ?? 'info', base: { component: 'tolerator' } });
+  // Asynchronous writes: a review never waits for its log line to reach stdout. Pending lines
+  // still go out before the process exits (the writes keep the event loop alive).
+  return pino({ level: level ?? 'info', base: { component: 'tolerator' } }, pino.destination({ dest: 1, sync: false }));
 }
 
 async function serve(argv: readonly string[]): Promise<number> {
@@ -110,10 +110,15 @@ async function serve(argv: readonly string[]): Promise<number> {
   let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
   const metrics = createMetrics({ collectProcessMetrics: true, cacheSyncState: () => cacheSyncState() });
 
-  const kubeConfig = loadKubeConfig({ kubeconfigPath: str('kubeconfig'), env: process.env });
+  // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
+  // there is a cluster to watch (a kubeconfig, or the service account of an in-cluster pod).
+  const kubeconfigPath = str('kubeconfig');
+  const inCluster = (process.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
+  const kube = kubeconfigPath !== undefined || inCluster ? await import('./kube/informers.js') : undefined;
+  const kubeConfig = kube === undefined ? undefined : (await import('./kube/kube-config.js')).loadKubeConfig({ kubeconfigPath, env: process.env });
   let clusterFacts: ClusterFacts;
-  if (kubeConfig !== undefined) {
-    const informers = startInformers({ kubeConfig, logger });
+  if (kube !== undefined && kubeConfig !== undefined) {
+    const informers = kube.startInformers({ kubeConfig, logger });
     clusterFacts = informers;
     cacheSyncState = () => informers.syncState();
   } else if (settings.clusterStateFile !== undefined) {

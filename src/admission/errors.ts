@@ -93,22 +93,3 @@ export function toStatusBody(error: unknown): StatusBody {
   const message = known?.message ?? 'internal error: the webhook could not decide; see its log';
   return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message, reason: reasonOf[code] ?? 'InternalError', code };
 }
-
-/** Error codes of body-parser (used by express) mapped into the catalogue. */
-export function fromBodyParserError(error: unknown): AdmissionError | undefined {
-  if (typeof error !== 'object' || error === null || !('type' in error)) {
-    return undefined;
-  }
-  switch (error.type) {
-    case 'entity.too.large':
-      return new AdmissionError('BodyTooLarge', 'request body is larger than the limit of 7 MiB');
-    case 'request.aborted':
-    case 'request.size.invalid':
-      return new AdmissionError('MalformedJSON', 'request body was cut short');
-    case 'encoding.unsupported':
-    case 'charset.unsupported':
-      return new AdmissionError('UnsupportedMediaType', 'request body encoding is not supported; send identity-encoded UTF-8 JSON');
-    default:
-      return undefined;
-  }
-}

@@ -181,12 +181,15 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
   if (workload === undefined || isMirrorPod(workload)) {
     return undefined;
   }
-  const evaluator = createPolicyEvaluator({
-    object: workload.podView,
-    oldObject: workload.oldPodView,
-    namespace: context.namespace,
-    request: celRequest(attributes),
-  });
+  const evaluator = createPolicyEvaluator(
+    {
+      object: workload.podView,
+      oldObject: workload.oldPodView,
+      namespace: context.namespace,
+      request: celRequest(attributes),
+    },
+    set.groupsByNamespace,
+  );
   const namespace = attributes.namespace;
   const groups = resolveNamespaceGroups(set, evaluator);
   if (groups.conflict !== undefined) {

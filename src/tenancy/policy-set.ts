@@ -14,6 +14,13 @@ import type { PolicyLoadError, TenancyPolicy } from './policy.js';
 
 export interface PolicySet {
   readonly policies: readonly TenancyPolicy[];
+  /**
+   * Groups already worked out, by Namespace object and policy, for group rules that read only
+   * `namespaceObject`: the cluster state hands out the same object until the namespace changes
+   * (an informer replaces it on update), so the answer is reused for every pod until then and 100
+   * policies cost about what 1 does. Belongs to the set: a reload starts afresh.
+   */
+  readonly groupsByNamespace?: WeakMap<object, Map<TenancyPolicy, string>>;
 }
 
 export const emptyPolicySet: PolicySet = { policies: [] };
@@ -35,7 +42,7 @@ export function createPolicySet(policies: readonly TenancyPolicy[]): { set: Poli
     }
     byName.set(policy.name, policy);
   }
-  return { set: { policies: [...byName.values()] }, errors };
+  return { set: { policies: [...byName.values()], groupsByNamespace: new WeakMap() }, errors };
 }
 
 /** A policy could not be evaluated: the webhook cannot decide (HTTP 500; the failurePolicy applies). */
@@ -59,7 +66,13 @@ export interface PolicyEvaluator {
   infrastructure(policy: TenancyPolicy): boolean;
 }
 
-export function createPolicyEvaluator(inputs: PolicyInputs): PolicyEvaluator {
+/** Whether a compiled group rule depends on nothing but the Namespace object. */
+function readsOnlyNamespace(policy: TenancyPolicy): boolean {
+  const variables = policy.group.variables;
+  return variables.size === 1 && variables.has('namespaceObject');
+}
+
+export function createPolicyEvaluator(inputs: PolicyInputs, groupsByNamespace?: PolicySet['groupsByNamespace']): PolicyEvaluator {
   let variables: CelVariables | undefined;
   const celVariables = (): CelVariables => {
     // Converted once per request, and only when some expression actually runs.
@@ -78,6 +91,10 @@ export function createPolicyEvaluator(inputs: PolicyInputs): PolicyEvaluator {
   return {
     group(policy) {
       let group = groups.get(policy);
+      const shared = groupsByNamespace !== undefined && inputs.namespace !== undefined && readsOnlyNamespace(policy) ? groupsByNamespace : undefined;
+      if (group === undefined && shared !== undefined && inputs.namespace !== undefined) {
+        group = shared.get(inputs.namespace)?.get(policy);
+      }
       if (group === undefined) {
         // Without its Namespace object a namespace has no group (the brief's rule): nothing to read.
         group = inputs.namespace === undefined ? '' : run(policy, 'spec.group', () => policy.group.evaluate(celVariables()));
@@ -86,6 +103,14 @@ export function createPolicyEvaluator(inputs: PolicyInputs): PolicyEvaluator {
           throw new PolicyEvaluationError(`policy "${policy.name}" spec.group: gave ${JSON.stringify(group)}, which cannot be a label or toleration value: ${problems.join('; ')}`);
         }
         groups.set(policy, group);
+        if (shared !== undefined && inputs.namespace !== undefined) {
+          let byPolicy = shared.get(inputs.namespace);
+          if (byPolicy === undefined) {
+            byPolicy = new Map();
+            shared.set(inputs.namespace, byPolicy);
+          }
+          byPolicy.set(policy, group);
+        }
       }
       return group;
     },

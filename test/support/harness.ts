@@ -13,7 +13,7 @@ import { pipelineFor, startTenancy } from '../../src/cli/runtime.js';
 import { createApp } from '../../src/http/app.js';
 import { createMetrics, type Metrics } from '../../src/http/metrics.js';
 import { loadClusterStateFile } from '../../src/kube/cluster-state-file.js';
-import type express from 'express';
+import type { RequestListener } from 'node:http';
 
 export const silentLogger = pino({ level: 'silent' });
 
@@ -24,7 +24,7 @@ export function pipelineFromArgs(args: readonly string[]): Pipeline {
   return pipelineFor(settings, facts, tenancy.current);
 }
 
-export function appFromArgs(args: readonly string[], metrics: Metrics = createMetrics({ collectProcessMetrics: false })): express.Express {
+export function appFromArgs(args: readonly string[], metrics: Metrics = createMetrics({ collectProcessMetrics: false })): RequestListener {
   return createApp({
     pipeline: pipelineFromArgs(args),
     logger: silentLogger,

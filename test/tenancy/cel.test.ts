@@ -102,3 +102,30 @@ describe('positionOf', () => {
     assert.deepEqual(positionOf('ab\ncd', 4), { offset: 4, line: 2, column: 2 });
   });
 });
+
+describe('variables are converted as far as an expression reads them', () => {
+  it('an object field is converted when first read, and stays converted', () => {
+    const shell = toCelValue({ metadata: { name: 'a' }, spec: { nested: { deep: 1 } } }) as Record<string, unknown>;
+    assert.equal(typeof Object.getOwnPropertyDescriptor(shell, 'spec')?.get, 'function', 'not converted before it is read');
+    assert.equal((shell.spec as { nested: { deep: bigint } }).nested.deep, 1n, 'a nested integer is a BigInt when read');
+    assert.ok(Object.getOwnPropertyDescriptor(shell, 'spec')?.get === undefined, 'converted once, then a plain value');
+  });
+
+  it('an expression that reads only metadata gives the same answer through the lazy shells', () => {
+    const compiled = compileExpression("object.metadata.?labels['team'].orValue('') + string(size(object.spec.containers))", 'string');
+    assert.ok(compiled.expression !== undefined);
+    const object = { metadata: { labels: { team: 'a' } }, spec: { containers: [{ name: 'x' }, { name: 'y' }] } };
+    assert.equal(compiled.expression.evaluate(toCelVariables({ object, oldObject: undefined, namespaceObject: undefined, request: {} })), 'a2');
+  });
+
+  it('a key named __proto__ stays a plain key of the converted map', () => {
+    const shell = toCelValue(JSON.parse('{"__proto__": {"x": 1}}')) as Record<string, unknown>;
+    assert.ok(Object.hasOwn(shell, '__proto__'));
+    assert.equal(Object.getPrototypeOf(shell), Object.prototype);
+  });
+
+  it('knows which admission variables an expression reads', () => {
+    const compiled = compileExpression("namespaceObject.metadata.name == 'a' && request.operation == 'CREATE'", 'bool');
+    assert.deepEqual([...(compiled.expression?.variables ?? [])].sort(), ['namespaceObject', 'request']);
+  });
+});

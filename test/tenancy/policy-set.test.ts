@@ -80,3 +80,29 @@ describe('createPolicySet', () => {
     );
   });
 });
+
+describe('groups shared across requests for the same Namespace object', () => {
+  it('a group rule that reads only namespaceObject is worked out once per Namespace object', () => {
+    const { set } = createPolicySet([byLabel]);
+    const ml = namespace('ml', { dedicated: 'gpu' });
+    const first = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    assert.equal(first.group(byLabel), 'gpu');
+    // The cluster state hands out a new object when a namespace changes; changing this one in
+    // place shows that the second request reused the first answer instead of evaluating again.
+    (ml.metadata.labels as Record<string, string>).dedicated = 'tpu';
+    const second = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    assert.equal(second.group(byLabel), 'gpu');
+    const changed = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: namespace('ml', { dedicated: 'tpu' }), request: {} }, set.groupsByNamespace);
+    assert.equal(changed.group(byLabel), 'tpu', 'a new Namespace object is evaluated afresh');
+  });
+
+  it('a group rule that also reads the pod is evaluated for every request', () => {
+    const byPodLabel = compilePolicy('by-pod', { ...labelPolicySpec(), group: "object.metadata.?labels['team'].orValue('')" });
+    const { set } = createPolicySet([byPodLabel]);
+    const ml = namespace('ml');
+    const a = createPolicyEvaluator({ object: pod({}, { labels: { team: 'a' } }), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    const b = createPolicyEvaluator({ object: pod({}, { labels: { team: 'b' } }), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    assert.equal(a.group(byPodLabel), 'a');
+    assert.equal(b.group(byPodLabel), 'b');
+  });
+});
