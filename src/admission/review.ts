@@ -40,33 +40,35 @@ export function parseAdmissionReview(body: Uint8Array | string): ParsedReview {
   if (text.trim().length === 0) {
     throw new AdmissionError('EmptyBody', 'request body is empty; expected an admission.k8s.io/v1 AdmissionReview');
   }
-  checkNesting(text);
   let review: unknown;
   try {
     review = JSON.parse(text);
   } catch (error) {
     throw new AdmissionError('MalformedJSON', `request body is not valid JSON: ${(error as Error).message}`);
   }
+  if (typeof review === 'object' && review !== null) {
+    checkNesting(review);
+  }
   return readReview(review);
 }
 
-/** Refuses JSON nested deeper than maxNestingDepth, counting brackets outside strings in one pass. */
-function checkNesting(text: string): void {
-  let depth = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c /* \ */) i++;
-      else if (c === 0x22 /* " */) inString = false;
-    } else if (c === 0x22) {
-      inString = true;
-    } else if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
-      if (++depth > maxNestingDepth) {
-        throw new AdmissionError('NestingTooDeep', `request body is nested deeper than ${maxNestingDepth} levels`);
+/**
+ * Refuses a value nested deeper than maxNestingDepth. V8's JSON.parse itself copes with any depth,
+ * so this walks the parsed value (iteratively, so the check cannot overflow the stack it
+ * protects): a pod has a few hundred nodes, where scanning its text would cost a step per byte.
+ */
+function checkNesting(root: unknown): void {
+  const stack: [unknown, number][] = [[root, 1]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [value, depth] = next;
+    if (depth > maxNestingDepth) {
+      throw new AdmissionError('NestingTooDeep', `request body is nested deeper than ${maxNestingDepth} levels`);
+    }
+    const children: unknown[] = Array.isArray(value) ? value : Object.values(value as object);
+    for (const child of children) {
+      if (typeof child === 'object' && child !== null) {
+        stack.push([child, depth + 1]);
       }
-    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
-      depth--;
     }
   }
 }

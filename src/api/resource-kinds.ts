@@ -33,3 +33,8 @@ export function resourceKindOf(apiVersion: unknown, kind: unknown): ResourceKind
   const version = slash === -1 ? apiVersion : apiVersion.slice(slash + 1);
   return kinds.find((candidate) => candidate.group === group && candidate.version === version && candidate.kind === kind);
 }
+
+/** Looks a request's resource up (`apps`, `deployments`); undefined for a resource tolerator does not read. */
+export function resourceKindByResource(group: string, resource: string): ResourceKind | undefined {
+  return kinds.find((candidate) => candidate.group === group && candidate.resource === resource);
+}

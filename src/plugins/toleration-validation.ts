@@ -11,6 +11,7 @@
  * `<template>.spec.tolerations`; templates may change freely, so no only-added rule.
  * Gt/Lt follow the gate, ratcheted on the OLD object's (or old template's) spec tolerations.
  */
+import { resourceKindByResource } from '../api/resource-kinds.js';
 import type { Toleration } from '../api/types.js';
 import type { FieldError } from './field-errors.js';
 import type { AdmissionAttributes, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
@@ -30,21 +31,10 @@ interface Target {
   readonly template: readonly string[];
 }
 
-/** Keyed by `<group>/<resource>`, the resource as the request names it. */
-const targets: ReadonlyMap<string, Target> = new Map([
-  ['/pods', { group: '', kind: 'Pod', template: [] }],
-  ['/podtemplates', { group: '', kind: 'PodTemplate', template: ['template'] }],
-  ['/replicationcontrollers', { group: '', kind: 'ReplicationController', template: ['spec', 'template'] }],
-  ['apps/deployments', { group: 'apps', kind: 'Deployment', template: ['spec', 'template'] }],
-  ['apps/replicasets', { group: 'apps', kind: 'ReplicaSet', template: ['spec', 'template'] }],
-  ['apps/statefulsets', { group: 'apps', kind: 'StatefulSet', template: ['spec', 'template'] }],
-  ['apps/daemonsets', { group: 'apps', kind: 'DaemonSet', template: ['spec', 'template'] }],
-  ['batch/jobs', { group: 'batch', kind: 'Job', template: ['spec', 'template'] }],
-  ['batch/cronjobs', { group: 'batch', kind: 'CronJob', template: ['spec', 'jobTemplate', 'spec', 'template'] }],
-]);
-
 function targetOf(attributes: AdmissionAttributes): Target | undefined {
-  return targets.get(`${attributes.resource.group}/${attributes.resource.resource}`);
+  const kind = resourceKindByResource(attributes.resource.group, attributes.resource.resource);
+  // The template is what holds the pod spec: `spec.template` for `spec.template.spec`.
+  return kind === undefined ? undefined : { group: kind.group, kind: kind.kind, template: kind.podSpecPath.slice(0, -1) };
 }
 
 export function createTolerationValidation() {
