@@ -15,7 +15,7 @@ import { TaintKey } from '../api/types.js';
 import { matchToleration } from '../tolerations/matching.js';
 import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
 import type { AdmissionAttributes, MutatingPlugin, MutationOutcome, PluginContext } from './plugin.js';
-import { isPodRequest } from './plugin.js';
+import { isPodCreateOrUpdate } from './plugin.js';
 
 /** True when the pod's controller is an apps/v1 DaemonSet. */
 export function isDaemonSetPod(pod: Pod): boolean {
@@ -84,8 +84,7 @@ function appendMissingToleration(tolerations: readonly Toleration[], daemon: Tol
 }
 
 export function createDaemonSetTolerations() {
-  const handles = (attributes: AdmissionAttributes): boolean =>
-    isPodRequest(attributes) && (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE');
+  const handles = isPodCreateOrUpdate;
 
   return {
     name: 'DaemonSetTolerations',

@@ -11,7 +11,7 @@ import type { JsonObject, Pod, Toleration } from '../api/types.js';
 import { TaintKey } from '../api/types.js';
 import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
 import type { AdmissionAttributes, MutatingPlugin, MutationOutcome, PluginContext } from './plugin.js';
-import { isPodRequest } from './plugin.js';
+import { isPodCreateOrUpdate } from './plugin.js';
 
 export interface DefaultTolerationSecondsConfig {
   /** `--default-not-ready-toleration-seconds`; upstream's flag default is 300. */
@@ -31,8 +31,7 @@ export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsC
   const notReadySeconds = config.notReadySeconds ?? defaultTolerationSeconds;
   const unreachableSeconds = config.unreachableSeconds ?? defaultTolerationSeconds;
 
-  const handles = (attributes: AdmissionAttributes): boolean =>
-    isPodRequest(attributes) && (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE');
+  const handles = isPodCreateOrUpdate;
 
   return {
     name: 'DefaultTolerationSeconds',

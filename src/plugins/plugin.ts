@@ -99,3 +99,11 @@ export interface ValidatingPlugin {
 export function isPodRequest(attributes: AdmissionAttributes): boolean {
   return attributes.resource.group === '' && attributes.resource.resource === 'pods' && attributes.subResource === '';
 }
+
+/**
+ * The guard the toleration plugins share (upstream: admission.NewHandler(admission.Create,
+ * admission.Update) plus shouldIgnore): pods proper, on CREATE and UPDATE.
+ */
+export function isPodCreateOrUpdate(attributes: AdmissionAttributes): boolean {
+  return isPodRequest(attributes) && (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE');
+}

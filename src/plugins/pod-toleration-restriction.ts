@@ -20,7 +20,7 @@ import { mergeTolerations, verifyAgainstWhitelist } from '../tolerations/merge.j
 import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
 import { getPodQOS } from '../tolerations/qos.js';
 import type { AdmissionAttributes, Denial, MutatingPlugin, MutationOutcome, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
-import { isPodRequest } from './plugin.js';
+import { isPodCreateOrUpdate } from './plugin.js';
 
 export const namespaceDefaultTolerationsAnnotation = 'scheduler.alpha.kubernetes.io/defaultTolerations';
 export const namespaceTolerationsWhitelistAnnotation = 'scheduler.alpha.kubernetes.io/tolerationsWhitelist';
@@ -80,8 +80,7 @@ function memoryPressureToleration(): Toleration {
 }
 
 export function createPodTolerationRestriction(config: PodTolerationRestrictionConfig = {}) {
-  const handles = (attributes: AdmissionAttributes): boolean =>
-    isPodRequest(attributes) && (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE');
+  const handles = isPodCreateOrUpdate;
 
   /**
    * Validate: the pod's tolerations must each be covered by a whitelist entry. Upstream returns
