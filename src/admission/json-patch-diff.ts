@@ -13,6 +13,10 @@ export type JsonPatchOperation =
 
 /** RFC 6901: `~` becomes `~0` and `/` becomes `~1`, in that order. */
 export function escapePointerToken(token: string): string {
+  // Most keys need no escaping; two replaceAll calls per key showed in the profile.
+  if (!token.includes('~') && !token.includes('/')) {
+    return token;
+  }
   return token.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
