@@ -1,0 +1,46 @@
+/** `tolerator review` as a person or a script runs it: a file in, the response out, an exit code. */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { loadReviewFixture } from '../support/harness.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+function tolerator(args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string } {
+  const result = spawnSync(process.execPath, ['--enable-experimental-regexp-engine-on-excessive-backtracks', '--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: root,
+    input,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+describe('tolerator review', () => {
+  it('runs both webhooks on a file, as the API server calls them, and exits 0 when allowed', () => {
+    const result = tolerator(['review', 'examples/review-burstable-pod.json']);
+    assert.equal(result.status, 0, result.stderr);
+    const response = (JSON.parse(result.stdout) as { response: { uid: string; allowed: boolean; patch: string } }).response;
+    assert.equal(response.allowed, true);
+    assert.equal(response.uid, loadReviewFixture('burstable-create-no-tolerations').review.request.uid);
+    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as { value: { key: string }[] }[];
+    assert.deepEqual(patch[0]?.value.map((toleration) => toleration.key), ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure']);
+  });
+
+  it('reads standard input with -, and exits 1 with the API server\'s message when denied', () => {
+    const result = tolerator(['review', '-', '--webhook', 'validate'], JSON.stringify(loadReviewFixture('gt-gate-off-create').review));
+    assert.equal(result.status, 1);
+    const response = (JSON.parse(result.stdout) as { response: { status: { message: string } } }).response;
+    assert.match(response.status.message, /spec\.tolerations\[2\]\.operator: Unsupported value: "Gt"/);
+  });
+
+  it('exits 2 with a clear message for a flag it does not know or a body that is not a review', () => {
+    const flag = tolerator(['review', '--webhook', 'both', 'examples/review-burstable-pod.json']);
+    assert.equal(flag.status, 2);
+    assert.match(flag.stderr, /--webhook must be mutate or validate, got "both"/);
+    const body = tolerator(['review', '-'], '{"kind":"Pod"}');
+    assert.equal(body.status, 2);
+    assert.match(body.stderr, /kind must be "AdmissionReview", got "Pod"/);
+  });
+});
