@@ -8,7 +8,7 @@ import { AdmissionError } from './errors.js';
 
 type Shape = (
   | { readonly type: 'string' | 'boolean' | 'integer' | 'int32' | 'quantity' }
-  | { readonly type: 'object'; readonly fields: Readonly<Record<string, Shape>> }
+  | { readonly type: 'object'; readonly fields: readonly (readonly [string, Shape])[] }
   | { readonly type: 'map'; readonly values: Shape }
   | { readonly type: 'array'; readonly items: Shape }
 ) & { readonly nullable?: boolean };
@@ -21,7 +21,8 @@ const integer: Shape = { type: 'integer' };
 const int32: Shape = { type: 'int32' };
 /** resource.Quantity marshals as a string; a bare JSON number is accepted by its decoder too. */
 const quantity: Shape = { type: 'quantity' };
-const object = (fields: Record<string, Shape>): Shape => ({ type: 'object', fields });
+/** Fields kept as a list, so a check walks it without building one per object it visits. */
+const object = (fields: Record<string, Shape>): Shape => ({ type: 'object', fields: Object.entries(fields) });
 const map = (values: Shape): Shape => ({ type: 'map', values });
 const array = (items: Shape): Shape => ({ type: 'array', items });
 /** A field that src/api/types.ts declares `| null`: the plugins handle null there. */
@@ -143,7 +144,7 @@ function check(shape: Shape, value: unknown, path: string): void {
       return;
     case 'object':
       if (!isPlainObject(value)) fail(path, 'object', value);
-      for (const [field, fieldShape] of Object.entries(shape.fields)) {
+      for (const [field, fieldShape] of shape.fields) {
         if (Object.hasOwn(value, field)) {
           check(fieldShape, value[field], `${path}.${field}`);
         }
