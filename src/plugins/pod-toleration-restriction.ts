@@ -18,7 +18,7 @@ import { TaintKey } from '../api/types.js';
 import { unmarshalTolerations } from '../tolerations/go-json-tolerations.js';
 import { mergeTolerations, verifyAgainstWhitelist } from '../tolerations/merge.js';
 import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
-import { getPodQOS } from '../tolerations/qos.js';
+import { isBestEffortPod } from '../tolerations/qos.js';
 import type { AdmissionAttributes, Denial, MutatingPlugin, MutationOutcome, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
 import { isPodCreateOrUpdate } from './plugin.js';
 
@@ -133,7 +133,7 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
         // Copies: the pod must not share objects with the configuration.
         extra.push(...(fromNamespace.tolerations ?? config.default ?? []).map((t) => ({ ...t })));
       }
-      if (getPodQOS(pod, context.gates) !== 'BestEffort') {
+      if (!isBestEffortPod(pod, context.gates)) {
         extra.push(memoryPressureToleration());
       }
 

@@ -123,3 +123,35 @@ export function getPodQOS(pod: Pod, gates: PodLevelResourcesGate): string {
   }
   return computePodQOS(pod.spec ?? {}, gates);
 }
+
+/** Whether a resource list holds a positive cpu or memory quantity. */
+function hasPositiveQOSResource(list: ResourceList | null | undefined): boolean {
+  if (list === null || list === undefined) {
+    return false;
+  }
+  return qosComputeResources.some((name) => {
+    const raw: unknown = Object.hasOwn(list, name) ? list[name] : undefined;
+    const quantity = typeof raw === 'string' || typeof raw === 'number' ? parseQuantity(raw) : undefined;
+    return quantity !== undefined && isPositive(quantity);
+  });
+}
+
+/**
+ * `getPodQOS(pod) === 'BestEffort'`, which is all PodTolerationRestriction asks, without summing
+ * every container's quantities: BestEffort means no positive cpu or memory request or limit
+ * anywhere (the sums above are both empty), so the first one found answers. A pod with 100
+ * containers spent a quarter of its review computing the full class before.
+ */
+export function isBestEffortPod(pod: Pod, gates: PodLevelResourcesGate): boolean {
+  const recorded = pod.status?.qosClass;
+  if (typeof recorded === 'string' && recorded !== '') {
+    return recorded === 'BestEffort';
+  }
+  const spec = pod.spec ?? {};
+  const podResources = spec.resources;
+  if (gates.PodLevelResources && podResources != null) {
+    return !hasPositiveQOSResource(podResources.requests) && !hasPositiveQOSResource(podResources.limits);
+  }
+  const containers: readonly Container[] = [...(spec.containers ?? []), ...(spec.initContainers ?? [])];
+  return !containers.some((container) => hasPositiveQOSResource(container.resources?.requests) || hasPositiveQOSResource(container.resources?.limits));
+}

@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Container, Pod, PodSpec, QOSClass, ResourceList } from '../../src/api/types.js';
-import { computePodQOS, getPodQOS } from '../../src/tolerations/qos.js';
+import fc from 'fast-check';
+import { computePodQOS, getPodQOS, isBestEffortPod } from '../../src/tolerations/qos.js';
 
 const gateOn = { PodLevelResources: true };
 const gateOff = { PodLevelResources: false };
@@ -201,5 +202,29 @@ describe('getPodQOS', () => {
     const pod: Pod = { spec: { resources: {}, containers: [guaranteed('1', '1Gi')] } };
     assert.equal(getPodQOS(pod, gateOn), 'BestEffort');
     assert.equal(getPodQOS(pod, gateOff), 'Guaranteed');
+  });
+});
+
+describe('isBestEffortPod, the short cut PodTolerationRestriction takes', () => {
+  const quantity = fc.constantFrom('0', '0m', '100m', '1', '128Mi', 'bogus', 2, 0);
+  const list = fc.dictionary(fc.constantFrom('cpu', 'memory', 'ephemeral-storage', 'nvidia.com/gpu'), quantity, { maxKeys: 3 });
+  const requirements = fc.record({ requests: list, limits: list }, { requiredKeys: [] });
+  const containers = fc.array(fc.record({ name: fc.constant('c'), resources: requirements }, { requiredKeys: ['name'] }), { maxLength: 4 });
+  const pod = fc.record(
+    {
+      spec: fc.record({ containers, initContainers: containers, ephemeralContainers: containers, resources: requirements }, { requiredKeys: [] }),
+      status: fc.record({ qosClass: fc.constantFrom('', 'BestEffort', 'Burstable', 'Guaranteed') }, { requiredKeys: [] }),
+    },
+    { requiredKeys: [] },
+  );
+
+  it('agrees with getPodQOS(pod) === BestEffort on every generated pod, with the PodLevelResources gate on and off', () => {
+    fc.assert(
+      fc.property(pod, fc.boolean(), (generated, podLevel) => {
+        const gates = { PodLevelResources: podLevel };
+        assert.equal(isBestEffortPod(generated as Pod, gates), getPodQOS(generated as Pod, gates) === 'BestEffort');
+      }),
+      { numRuns: 2000, seed: 4242 },
+    );
   });
 });
