@@ -110,6 +110,7 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.once('end', () => {
       resolve(Buffer.concat(chunks, size));
     });
+    // A client that goes away mid-body: Node emits 'error' (ECONNRESET) on the request.
     req.once('error', () => {
       reject(new AdmissionError('MalformedJSON', 'request body was cut short'));
     });
@@ -191,6 +192,7 @@ function sendError(error: unknown, path: string, res: ServerResponse, deps: AppD
     deps.logger.warn({ path, code: status.code, reason: error.code, message: error.message }, 'request refused');
   } else {
     // Only here does an error's text go anywhere: to the log, never onto the wire.
+    deps.metrics.undecidedReviews.inc();
     deps.logger.error({ err: error, path }, 'could not decide');
   }
   if (res.headersSent) {

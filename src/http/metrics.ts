@@ -11,6 +11,8 @@ export interface Metrics {
   readonly reviewDuration: Histogram<'webhook'>;
   /** Requests refused before any decision (malformed, too large, wrong type), by HTTP status. */
   readonly rejectedRequests: Counter<'code'>;
+  /** Reviews answered 500 "could not decide" (a plugin threw): the failurePolicy decided instead. */
+  readonly undecidedReviews: Counter;
   readonly policyLoadErrors: Counter;
   readonly policiesLoaded: Gauge;
   readonly cacheSynced: Gauge<'resource'>;
@@ -50,6 +52,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: 'tolerator_rejected_requests_total',
       help: 'Requests refused before any decision (malformed, too large, wrong content type), by HTTP status.',
       labelNames: ['code'] as const,
+      registers: [registry],
+    }),
+    undecidedReviews: new Counter({
+      name: 'tolerator_undecided_reviews_total',
+      help: 'Reviews answered 500 because a plugin could not decide; the webhook failurePolicy applied. Alert on any increase.',
       registers: [registry],
     }),
     policyLoadErrors: new Counter({

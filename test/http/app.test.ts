@@ -1,5 +1,8 @@
 /** The express app's own routes: health, readiness, metrics, and the one error handler. */
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import { connect } from 'node:net';
+import { once } from 'node:events';
 import { describe, it } from 'node:test';
 import request from 'supertest';
 import { createApp } from '../../src/http/app.js';
@@ -59,5 +62,29 @@ describe('the express app', () => {
     });
     assert.doesNotMatch(res.text, /secret detail/);
     assert.doesNotMatch(await metrics.registry.getSingleMetricAsString('tolerator_rejected_requests_total'), /code="500"/);
+    assert.match(await metrics.registry.getSingleMetricAsString('tolerator_undecided_reviews_total'), /tolerator_undecided_reviews_total 1/);
+  });
+
+  it('a client that goes away in the middle of a body is settled as cut short, and the server keeps answering', async () => {
+    const { app, metrics } = appWith(() => ({ ready: true, reasons: [] }));
+    const server = createServer(app);
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    try {
+      const { port } = server.address() as { port: number };
+      const socket = connect(port, '127.0.0.1');
+      await once(socket, 'connect');
+      socket.write('POST /mutate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"kind":');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      socket.destroy();
+      const deadline = Date.now() + 10_000;
+      while (!/code="400"} 1/.test(await metrics.registry.getSingleMetricAsString('tolerator_rejected_requests_total'))) {
+        assert.ok(Date.now() < deadline, 'the cut-short request was never settled');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.equal((await request(server).get('/healthz')).status, 200);
+    } finally {
+      server.close();
+    }
   });
 });
