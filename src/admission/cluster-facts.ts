@@ -14,8 +14,17 @@ export interface ClusterFacts {
    * answers "could not decide" and the failurePolicy applies).
    */
   getNamespace(name: string): Promise<Namespace | undefined>;
+  /** The Node object from the cache, or undefined when the cache lacks it. */
   getNode(name: string): Node | undefined;
+  /**
+   * The Node object: from the cache, or, for an informer-backed source, read once from the API
+   * when the cache does not hold it (a node that joined a moment ago, or during a watch outage).
+   * Undefined when it does not exist; rejects only when the source could not answer at all.
+   */
+  readNode(name: string): Promise<Node | undefined>;
   listNodes(): readonly Node[];
+  /** Whether this source holds the cluster's nodes (false only for `emptyClusterFacts`). */
+  readonly knowsNodes: boolean;
   /** True once every cache has synced; /readyz follows it. */
   isSynced(): boolean;
   stop(): Promise<void>;
@@ -25,7 +34,9 @@ export interface ClusterFacts {
 export const emptyClusterFacts: ClusterFacts = {
   getNamespace: () => Promise.resolve(undefined),
   getNode: () => undefined,
+  readNode: () => Promise.resolve(undefined),
   listNodes: () => [],
+  knowsNodes: false,
   isSynced: () => true,
   stop: () => Promise.resolve(),
 };

@@ -5,8 +5,10 @@
  * the ClusterFacts passed in; the plugins themselves are pure.
  */
 import type { FeatureGates } from '../api/feature-gates.js';
+import { resourceKindByResource } from '../api/resource-kinds.js';
 import { MirrorPodAnnotation, type JsonObject } from '../api/types.js';
 import { tolerationsOf } from '../tolerations/pod-tolerations.js';
+import { isDNS1123Subdomain } from '../validation/name-validation.js';
 import type {
   AdmissionAttributes,
   Denial,
@@ -76,7 +78,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
       if (original === undefined || (mutating.length === 0 && validating.length === 0)) {
         return { decision: { allowed: true }, trace: { plugins: [] } };
       }
-      const context = await readContext(attributes, options);
+      const context = await readContext(attributes, options, validating);
       const findings = new FindingsCollector();
       let object = original;
       const acted: PluginName[] = [];
@@ -131,15 +133,53 @@ function step(plugin: PluginName, side: WebhookSide, outcome: Findings & { reado
   };
 }
 
-async function readContext(attributes: AdmissionAttributes, options: PipelineOptions): Promise<PluginContext> {
+/**
+ * Reads what the plugins will need from the cluster: the request's Namespace and, when a
+ * validating plugin judges it, the Node the object's `nodeName` names. Both reads fall back to the
+ * API server on a cache miss; a read that cannot be answered rejects, and the review is then
+ * undecided (500, the failurePolicy applies) instead of being judged on a guess.
+ */
+async function readContext(attributes: AdmissionAttributes, options: PipelineOptions, validating: readonly ValidatingPlugin[]): Promise<PluginContext> {
   const facts = options.clusterFacts;
-  const namespace = attributes.namespace === '' ? undefined : await facts.getNamespace(attributes.namespace);
+  const nodeName = validating.some((plugin) => plugin.readsNamedNode?.(attributes) === true) ? namedNodeToJudge(attributes) : undefined;
+  const [namespace, namedNode] = await Promise.all([
+    attributes.namespace === '' ? undefined : facts.getNamespace(attributes.namespace),
+    nodeName === undefined ? undefined : facts.readNode(nodeName),
+  ]);
   return {
     gates: options.gates,
     namespace,
-    node: (name) => facts.getNode(name),
+    node: (name) => (name === nodeName ? namedNode : facts.getNode(name)),
+    nodesKnown: facts.knowsNodes,
     nodes: () => facts.listNodes(),
   };
+}
+
+/**
+ * The node name an object binds its pods to, when a plugin must judge it: on CREATE, or on an
+ * UPDATE that changes it (a Pod's nodeName is immutable once set, a template's is not). A name
+ * that is not a DNS-1123 subdomain cannot be a Node's (the API server refuses it in a pod), so it
+ * is never sent to the API server as a path: it is judged as a node that does not exist.
+ */
+function namedNodeToJudge(attributes: AdmissionAttributes): string | undefined {
+  const kind = attributes.subResource === '' ? resourceKindByResource(attributes.resource.group, attributes.resource.resource) : undefined;
+  if (kind === undefined) {
+    return undefined;
+  }
+  const name = nodeNameAt(attributes.object, kind.podSpecPath);
+  if (name === undefined || name === '' || (attributes.operation === 'UPDATE' && nodeNameAt(attributes.oldObject, kind.podSpecPath) === name)) {
+    return undefined;
+  }
+  return isDNS1123Subdomain(name).length === 0 ? name : undefined;
+}
+
+function nodeNameAt(object: JsonObject | undefined, podSpecPath: readonly string[]): string | undefined {
+  let value: unknown = object;
+  for (const field of podSpecPath) {
+    value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[field] : undefined;
+  }
+  const spec = typeof value === 'object' && value !== null ? (value as { nodeName?: unknown }) : undefined;
+  return typeof spec?.nodeName === 'string' ? spec.nodeName : undefined;
 }
 
 function denied(

@@ -125,7 +125,10 @@ export function staticClusterFacts(state: { namespaces: readonly Namespace[]; no
   return {
     getNamespace: (name) => Promise.resolve(namespaces.get(name)),
     getNode: (name) => nodes.get(name),
+    // The file is the whole cluster: a node it does not list does not exist.
+    readNode: (name) => Promise.resolve(nodes.get(name)),
     listNodes: () => nodeList,
+    knowsNodes: true,
     isSynced: () => true,
     stop: () => Promise.resolve(),
   };

@@ -106,9 +106,10 @@ export interface StartInformersOptions {
  * flapping /readyz would do, and which would turn a short watch outage into a webhook outage
  * where `failurePolicy` decides every pod).
  *
- * `getNamespace` answers from the cache; a name the cache lacks (a namespace created a moment
- * ago, or any namespace before the first sync) is read once from the API per call, with
- * concurrent calls for the same name sharing one request. 404 → undefined; other failures reject.
+ * `getNamespace` and `readNode` answer from the cache; a name the cache lacks (a namespace created
+ * a moment ago, a node that registered before its ADDED event arrived or during a watch outage, or
+ * any name before the first sync) is read once from the API per call, with concurrent calls for
+ * the same name sharing one request. 404 → undefined; other failures reject.
  */
 export function startInformers(options: StartInformersOptions): InformerFacts {
   const backoff: RestartBackoff = { ...defaultRestartBackoff, ...options.backoff };
@@ -131,18 +132,8 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
     return { metadata: list.metadata, items: list.items.map((item) => toWire(item)) };
   });
 
-  const pendingReads = new Map<string, Promise<Namespace | undefined>>();
-  async function readNamespace(name: string): Promise<Namespace | undefined> {
-    try {
-      const namespace = await api.readNamespace({ name });
-      return toWire(namespace) as unknown as Namespace;
-    } catch (error) {
-      if (httpStatusOf(error) === 404) return undefined;
-      const status = httpStatusOf(error);
-      const detail = status !== undefined ? `HTTP ${status}` : error instanceof Error ? error.message : String(error);
-      throw new Error(`reading Namespace "${name}" from the API server failed: ${detail}`, { cause: error });
-    }
-  }
+  const readNamespace = liveReader<Namespace>('Namespace', async (name) => toWire(await api.readNamespace({ name })) as unknown as Namespace);
+  const readNode = liveReader<Node>('Node', async (name) => toWire(await api.readNode({ name })) as unknown as Node);
 
   namespaces.start();
   nodes.start();
@@ -150,22 +141,48 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
   return {
     getNamespace(name) {
       const cached = namespaces.get(name);
-      if (cached !== undefined) return Promise.resolve(cached as unknown as Namespace);
-      let pending = pendingReads.get(name);
-      if (pending === undefined) {
-        pending = readNamespace(name).finally(() => pendingReads.delete(name));
-        pendingReads.set(name, pending);
-      }
-      return pending;
+      return cached !== undefined ? Promise.resolve(cached as unknown as Namespace) : readNamespace(name);
     },
     getNode: (name) => nodes.get(name) as unknown as Node | undefined,
+    readNode(name) {
+      const cached = nodes.get(name);
+      return cached !== undefined ? Promise.resolve(cached as unknown as Node) : readNode(name);
+    },
     listNodes: () => nodes.list() as unknown as readonly Node[],
+    knowsNodes: true,
     isSynced: () => namespaces.synced && nodes.synced,
     syncState: () => ({ namespaces: namespaces.synced, nodes: nodes.synced }),
     restarts: () => namespaces.restarts + nodes.restarts,
     async stop() {
       await Promise.all([namespaces.stop(), nodes.stop()]);
     },
+  };
+}
+
+/**
+ * A live GET for an object the cache lacks, with concurrent calls for the same name sharing one
+ * request (a burst of pods naming the same new node costs the API server one read). 404 →
+ * undefined; any other failure rejects with the kind, the name and the HTTP status.
+ */
+function liveReader<T>(kind: 'Namespace' | 'Node', read: (name: string) => Promise<T>): (name: string) => Promise<T | undefined> {
+  const pending = new Map<string, Promise<T | undefined>>();
+  const readOnce = async (name: string): Promise<T | undefined> => {
+    try {
+      return await read(name);
+    } catch (error) {
+      const status = httpStatusOf(error);
+      if (status === 404) return undefined;
+      const detail = status !== undefined ? `HTTP ${status}` : error instanceof Error ? error.message : String(error);
+      throw new Error(`reading ${kind} "${name}" from the API server failed: ${detail}`, { cause: error });
+    }
+  };
+  return (name) => {
+    let read = pending.get(name);
+    if (read === undefined) {
+      read = readOnce(name).finally(() => pending.delete(name));
+      pending.set(name, read);
+    }
+    return read;
   };
 }
 

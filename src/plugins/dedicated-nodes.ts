@@ -31,6 +31,7 @@
  * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import { MirrorPodAnnotation } from '../api/types.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
@@ -62,34 +63,48 @@ export type DedicatedNodesPlugin = MutatingPlugin & ValidatingPlugin;
 export function createDedicatedNodes(policies: () => PolicySet): DedicatedNodesPlugin {
   return {
     name: 'DedicatedNodes',
-    handles: (attributes) => (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') && (isPodRequest(attributes) || isDaemonSetRequest(attributes)),
+    handles: (attributes) => (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') && workloadKindOf(attributes) !== undefined,
     admit: (object, attributes, context) => admit(policies(), object, attributes, context),
     validate: (object, attributes, context) => validate(policies(), object, attributes, context),
+    readsNamedNode: () => policies().policies.length > 0,
   } satisfies DedicatedNodesPlugin;
 }
 
-function isDaemonSetRequest(attributes: AdmissionAttributes): boolean {
-  const { resource } = attributes;
-  return resource.group === 'apps' && resource.version === 'v1' && resource.resource === 'daemonsets' && attributes.subResource === '';
+/**
+ * The kind whose pod spec is under decision: a Pod, or a workload with a pod template (the kinds
+ * of src/api/resource-kinds.ts). Only Pods and DaemonSet templates are mutated; every template is
+ * validated, so that `kubectl apply` of a workload whose pods would be refused fails at once
+ * instead of its controller retrying refused pods forever.
+ */
+function workloadKindOf(attributes: AdmissionAttributes): ResourceKind | undefined {
+  if (attributes.subResource !== '' || attributes.resource.version !== 'v1') {
+    return undefined;
+  }
+  return resourceKindByResource(attributes.resource.group, attributes.resource.resource);
 }
 
-/** The pod spec under decision: a pod's own, or a DaemonSet's template presented as a pod. */
+/** The pod spec under decision: a pod's own, or a workload's template presented as a pod. */
 interface Workload {
-  readonly kind: 'Pod' | 'DaemonSet';
+  /** `Pod`, `DaemonSet`, `Deployment`, … */
+  readonly kind: string;
   /** What CEL sees as `object` (and `oldObject`): a Pod, or the template as a Pod. */
   readonly podView: JsonObject;
   readonly oldPodView: JsonObject | undefined;
   readonly metadata: ObjectMeta;
   readonly spec: PodSpec;
   readonly oldSpec: PodSpec | undefined;
-  /** Path of the pod spec in the object, for messages. */
-  readonly specPath: 'spec' | 'spec.template.spec';
+  /** Path of the pod spec in the object, for messages: `spec`, `spec.template.spec`, … */
+  readonly specPath: string;
   /** The object with its pod spec replaced. */
   readonly withSpec: (spec: PodSpec) => JsonObject;
 }
 
 function toWorkload(object: JsonObject, oldObject: JsonObject | undefined, attributes: AdmissionAttributes): Workload | undefined {
-  if (isPodRequest(attributes)) {
+  const kind = workloadKindOf(attributes);
+  if (kind === undefined) {
+    return undefined;
+  }
+  if (kind.kind === 'Pod') {
     const spec: PodSpec | undefined = asObject(object.spec);
     if (spec === undefined) {
       return undefined;
@@ -105,25 +120,44 @@ function toWorkload(object: JsonObject, oldObject: JsonObject | undefined, attri
       withSpec: (newSpec) => ({ ...object, spec: newSpec }),
     };
   }
-  const dsSpec = asObject(object.spec);
-  const template = asObject(dsSpec?.template);
+  // The template is the object one level above the pod spec: `spec.template`, `template`, or a
+  // CronJob's `spec.jobTemplate.spec.template`.
+  const templatePath = kind.podSpecPath.slice(0, -1);
+  const template = objectAt(object, templatePath);
   const spec: PodSpec | undefined = asObject(template?.spec);
-  if (dsSpec === undefined || template === undefined || spec === undefined) {
+  if (template === undefined || spec === undefined) {
     return undefined;
   }
-  const metadata = metadataOf(template.metadata);
-  const oldTemplate = asObject(asObject(oldObject?.spec)?.template);
+  const oldTemplate = objectAt(oldObject, templatePath);
   const asPod = (tpl: Record<string, unknown>): JsonObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { ...asObject(tpl.metadata), namespace: attributes.namespace }, spec: tpl.spec });
   return {
-    kind: 'DaemonSet',
+    kind: kind.kind,
     podView: asPod(template),
     oldPodView: oldTemplate === undefined ? undefined : asPod(oldTemplate),
-    metadata,
+    metadata: metadataOf(template.metadata),
     spec,
     oldSpec: podSpecOf(oldTemplate?.spec),
-    specPath: 'spec.template.spec',
-    withSpec: (newSpec) => ({ ...object, spec: { ...dsSpec, template: { ...template, spec: newSpec } } }),
+    specPath: kind.podSpecPath.join('.'),
+    withSpec: (newSpec) => withObjectAt(object, kind.podSpecPath, newSpec),
   };
+}
+
+/** The object at `path`, or undefined when a step is absent or not an object. */
+function objectAt(object: JsonObject | undefined, path: readonly string[]): Record<string, unknown> | undefined {
+  let value: Record<string, unknown> | undefined = object;
+  for (const field of path) {
+    value = asObject(value === undefined || !Object.hasOwn(value, field) ? undefined : value[field]);
+  }
+  return value;
+}
+
+/** A copy of `object` with the value at `path` replaced, copying only the objects on the path. */
+function withObjectAt(object: Record<string, unknown>, path: readonly string[], value: unknown): JsonObject {
+  const [field, ...rest] = path;
+  if (field === undefined) {
+    return value as JsonObject;
+  }
+  return { ...object, [field]: rest.length === 0 ? value : withObjectAt(asObject(object[field]) ?? {}, rest, value) };
 }
 
 /** The admission layer has checked the shapes of the fields read here (src/admission/object-shape.ts); this only guards against absence. */
@@ -143,15 +177,22 @@ function isMirrorPod(workload: Workload): boolean {
   return workload.kind === 'Pod' && workload.metadata.annotations?.[MirrorPodAnnotation] !== undefined;
 }
 
-/** The `request` variable of Kubernetes admission CEL, from what the attributes carry (no userInfo). */
+/**
+ * The `request` variable of Kubernetes admission CEL: the AdmissionRequest without its objects
+ * (those are `object` and `oldObject`), userInfo included. Requests made up offline carry an
+ * anonymous user with no groups, so a rule that trusts a group never matches them by accident.
+ */
 function celRequest(attributes: AdmissionAttributes): JsonObject {
+  const userInfo = attributes.userInfo ?? { username: '', uid: '', groups: [], extra: {} };
   return {
+    ...attributes.envelope,
     kind: { ...attributes.kind },
     resource: { ...attributes.resource },
     subResource: attributes.subResource,
     name: attributes.name,
     namespace: attributes.namespace,
     operation: attributes.operation,
+    userInfo: { username: userInfo.username, uid: userInfo.uid, groups: [...userInfo.groups], extra: { ...userInfo.extra } },
     dryRun: attributes.dryRun,
   };
 }
@@ -169,10 +210,16 @@ interface Prepared {
 }
 
 type Preparation =
-  | { readonly prepared: Prepared; readonly memberships: readonly Membership[]; readonly early?: undefined }
+  | {
+      readonly prepared: Prepared;
+      readonly memberships: readonly Membership[];
+      /** A pod UPDATE in a namespace the policies disagree on: judged as a namespace of no group, with this warning. */
+      readonly conflict?: Findings;
+      readonly early?: undefined;
+    }
   | { readonly early: Findings & { readonly denial?: { readonly reason: 'Forbidden'; readonly message: string } } };
 
-/** Common first steps: nothing to do without policies or for mirror pods; a group conflict ends the request. */
+/** Common first steps: nothing to do without policies or for mirror pods; a group conflict ends most requests. */
 function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): Preparation | undefined {
   if (set.policies.length === 0) {
     return undefined;
@@ -191,34 +238,47 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     set.groupsByNamespace,
   );
   const namespace = attributes.namespace;
+  const prepared = { workload, evaluator, namespace };
   const groups = resolveNamespaceGroups(set, evaluator);
   if (groups.conflict !== undefined) {
-    // One message, however many policies took part: deny if any of them denies. A pod UPDATE only
-    // gets the warning: the pod exists already, and refusing its updates (finalizer removal,
-    // labels) would wedge running workloads until the policies are fixed, without protecting a node.
-    const podUpdate = isPodRequest(attributes) && attributes.operation === 'UPDATE';
-    const deny = !podUpdate && groups.conflict.some(({ policy }) => policy.enforcement === 'Deny');
     const annotations = {
       [auditKeys.policy]: groups.conflict.map(({ policy }) => policy.name).join(','),
       [auditKeys.group]: groups.conflict.map(({ group }) => group).join(','),
       [auditKeys.decision]: 'conflict' satisfies DedicatedNodesDecision,
     };
     const message = conflictMessage(namespace, groups.conflict);
+    if (isPodRequest(attributes) && attributes.operation === 'UPDATE') {
+      // The pod exists already, and refusing its updates (finalizer removal, labels) would wedge
+      // running workloads until the policies are fixed, without protecting a node: the conflict
+      // alone only warns. What the update adds is still judged, as for a namespace of no group:
+      // a new toleration of any group's taint is foreign, since neither group can be trusted.
+      return {
+        prepared,
+        memberships: set.policies.map((policy) => ({ policy, group: '' })),
+        conflict: { warnings: [`DedicatedNodes: ${message}`], auditAnnotations: annotations },
+      };
+    }
+    // One message, however many policies took part: deny if any of them denies.
+    const deny = groups.conflict.some(({ policy }) => policy.enforcement === 'Deny');
     return {
       early: deny
         ? { denial: { reason: 'Forbidden', message }, auditAnnotations: annotations }
         : { warnings: [`DedicatedNodes: ${message}`], auditAnnotations: annotations },
     };
   }
-  return { prepared: { workload, evaluator, namespace }, memberships: groups.memberships };
+  return { prepared, memberships: groups.memberships };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Mutation
 
 function admit(set: PolicySet, object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): MutationOutcome {
-  // A pod's affinity is immutable after creation, so only CREATE can give it the pair.
-  if (isPodRequest(attributes) && attributes.operation !== 'CREATE') {
+  // A pod's affinity is immutable after creation, so only CREATE can give it the pair. Of the
+  // templates, only a DaemonSet's is mutated: its controller places a pod on every node it
+  // selects, so the template itself must select the group's nodes; the pods of every other
+  // workload get the pair when they are created.
+  const kind = workloadKindOf(attributes)?.kind;
+  if ((kind === 'Pod' && attributes.operation !== 'CREATE') || (kind !== 'Pod' && kind !== 'DaemonSet')) {
     return { object };
   }
   const preparation = prepare(set, object, attributes, context);
@@ -291,29 +351,35 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   if (preparation.early !== undefined) {
     return preparation.early;
   }
-  const { prepared, memberships } = preparation;
+  const { prepared, memberships, conflict } = preparation;
   const { workload, evaluator } = prepared;
   const isCreate = attributes.operation === 'CREATE';
   const group = memberships.find((membership) => membership.group !== '')?.group ?? '';
 
   // What an UPDATE is judged on (see the file comment): added tolerations; a changed nodeName;
-  // the tenant pair only for a DaemonSet whose template changed.
+  // the tenant's node choice only for a template that changed.
   const tolerations = (workload.spec.tolerations ?? []).map((toleration, index) => ({ toleration, index }));
-  const oldTolerations = workload.oldSpec?.tolerations ?? [];
-  const judgedTolerations = isCreate ? tolerations : tolerations.filter(({ toleration }) => !oldTolerations.some((old) => sameToleration(old, toleration)));
+  const judgedTolerations = isCreate ? tolerations : addedTolerations(tolerations, workload.oldSpec?.tolerations ?? []);
   const nodeName = workload.spec.nodeName;
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
-  const judgeTenantPair = isCreate || (workload.kind === 'DaemonSet' && !isDeepStrictEqual(workload.spec, workload.oldSpec));
+  const templateJudged = workload.kind !== 'Pod' && (isCreate || !isDeepStrictEqual(workload.spec, workload.oldSpec));
+  // The full pair (toleration and requirement) for what the mutating side gives it: pods on
+  // CREATE and DaemonSet templates. Other templates' pods get the pair when they are created, so
+  // for those only a node choice that contradicts the group is refused now.
+  const judgePair = (workload.kind === 'Pod' && isCreate) || (workload.kind === 'DaemonSet' && templateJudged);
+  const judgeContradictions = judgePair || templateJudged;
 
   const violations: Violation[] = [];
-  const warnings: string[] = [];
+  const warnings: string[] = [...(conflict?.warnings ?? [])];
   const infrastructureUses: string[] = [];
   const involved = new Set<TenancyPolicy>();
   let exempt = false;
 
   const node: Node | undefined = judgeNodeName ? context.node(nodeName) : undefined;
-  if (judgeNodeName && node === undefined) {
-    warnings.push(`DedicatedNodes: node "${nodeName}" named by ${workload.specPath}.nodeName is not in the cluster state; its dedicated-node group could not be checked`);
+  // Without any cluster state (offline, no --cluster-state) an unknown name proves nothing.
+  const unjudgeableNode = judgeNodeName && node === undefined && !context.nodesKnown;
+  if (unjudgeableNode) {
+    warnings.push(`DedicatedNodes: node "${nodeName}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`);
   }
 
   for (const { policy, group: ownGroup } of memberships) {
@@ -322,8 +388,8 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
       involved.add(policy);
       exempt ||= !isTenant;
     }
-    if (isTenant && judgeTenantPair) {
-      for (const message of missingPair(prepared, policy, ownGroup)) {
+    if (isTenant && judgeContradictions) {
+      for (const message of missingPair(prepared, policy, ownGroup, judgePair)) {
         violations.push({ policy, message });
       }
     }
@@ -335,7 +401,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
         foreign.push(`${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`);
       }
     }
-    const nodeProblem = node === undefined ? undefined : nodeNameProblem(node, policy, ownGroup, isTenant, workload.specPath);
+    const nodeProblem = !judgeNodeName || unjudgeableNode ? undefined : node === undefined ? missingNodeProblem(nodeName, policy, workload.specPath) : nodeNameProblem(node, policy, ownGroup, isTenant, workload.specPath);
     const foreignReach = nodeProblem?.foreign === true ? [...foreign, nodeProblem.message] : foreign;
     if (foreignReach.length > 0) {
       involved.add(policy);
@@ -343,7 +409,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
         infrastructureUses.push(`${policy.name}: ${foreignReach.join('; ')}`);
       } else {
         for (const message of foreignReach) {
-          violations.push({ policy, message: `${message}; ${whoMay(prepared, ownGroup)}` });
+          violations.push({ policy, message: `${message}; ${whoMay(prepared, ownGroup, conflict !== undefined)}` });
         }
       }
     }
@@ -354,6 +420,16 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   }
 
   const outcome = decide(violations);
+  if (conflict !== undefined) {
+    // The conflict's annotations name every policy and group involved; the decision is this one's.
+    const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : 'conflict';
+    const allWarnings = [...warnings, ...outcome.warnings];
+    return {
+      ...(outcome.denial === undefined ? {} : { denial: outcome.denial }),
+      warnings: allWarnings,
+      auditAnnotations: { ...conflict.auditAnnotations, [auditKeys.decision]: decision },
+    };
+  }
   const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : exempt ? 'exempt' : 'allowed';
   const auditAnnotations: Record<string, string> = annotations([...involved].map((policy) => ({ policy, group })), group, decision);
   if (infrastructureUses.length > 0) {
@@ -367,20 +443,37 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   };
 }
 
-/** What a tenant lacks: the group toleration, the requirement in every required term, or a consistent nodeSelector/affinity. */
-function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string): string[] {
+/**
+ * The tolerations an UPDATE adds: those with no old toleration of the same key, operator, value
+ * and effect (tolerationSeconds may change). A set of identities keeps this linear in both lists.
+ */
+function addedTolerations<T extends { readonly toleration: Toleration }>(tolerations: readonly T[], old: readonly Toleration[]): T[] {
+  const before = new Set(old.map(tolerationIdentity));
+  return tolerations.filter(({ toleration }) => !before.has(tolerationIdentity(toleration)));
+}
+
+/** MatchToleration's fields as one string; JSON keeps fields with separators in them apart. */
+function tolerationIdentity(toleration: Toleration): string {
+  return JSON.stringify([toleration.key ?? '', toleration.operator ?? '', toleration.value ?? '', toleration.effect ?? '']);
+}
+
+/**
+ * What a tenant lacks: a nodeSelector/affinity consistent with its group and, with `wholePair`,
+ * the group toleration and the requirement in every required term.
+ */
+function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, wholePair: boolean): string[] {
   const { workload } = prepared;
   const messages: string[] = [];
   const subject = tenantSubject(prepared, policy, group);
   const taint = { key: policy.taint.key, value: group, effect: policy.taint.effect };
-  if (!(workload.spec.tolerations ?? []).some((toleration) => toleratesOwnGroup(toleration, taint))) {
+  if (wholePair && !(workload.spec.tolerations ?? []).some((toleration) => toleratesOwnGroup(toleration, taint))) {
     messages.push(`${subject} must tolerate the taint ${policy.taint.key}=${group}:${policy.taint.effect}: ${workload.specPath}.tolerations lacks {key: ${policy.taint.key}, operator: Equal, value: ${group}, effect: ${policy.taint.effect}}`);
   }
   const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
   if (contradictions.length > 0) {
     messages.push(contradictionMessage(prepared, policy, group, contradictions));
   }
-  const missing = missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath);
+  const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
   if (missing.length > 0) {
     messages.push(`${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${missing.join(', ')}`);
   }
@@ -388,7 +481,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string): 
 }
 
 function tenantSubject(prepared: Prepared, policy: TenancyPolicy, group: string): string {
-  const what = prepared.workload.kind === 'Pod' ? 'pods' : 'DaemonSet pod templates';
+  const what = prepared.workload.kind === 'Pod' ? 'pods' : `${prepared.workload.kind} pod templates`;
   return `${what} in namespace "${prepared.namespace}" (group "${group}", policy "${policy.name}")`;
 }
 
@@ -397,8 +490,12 @@ function contradictionMessage(prepared: Prepared, policy: TenancyPolicy, group: 
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
 }
 
-function whoMay(prepared: Prepared, ownGroup: string): string {
-  const from = ownGroup === '' ? `namespace "${prepared.namespace}" belongs to no group` : `namespace "${prepared.namespace}" belongs to group "${ownGroup}"`;
+function whoMay(prepared: Prepared, ownGroup: string, conflict: boolean): string {
+  const from = conflict
+    ? `namespace "${prepared.namespace}" is claimed by more than one group, so it is judged as belonging to none`
+    : ownGroup === ''
+      ? `namespace "${prepared.namespace}" belongs to no group`
+      : `namespace "${prepared.namespace}" belongs to group "${ownGroup}"`;
   return `${from}, and only an infrastructure namespace may reach other groups' nodes`;
 }
 
@@ -483,9 +580,17 @@ function nodeNameProblem(node: Node, policy: TenancyPolicy, ownGroup: string, is
   return undefined;
 }
 
-/** Same toleration for the UPDATE ratchet: MatchToleration's fields; tolerationSeconds may change. */
-function sameToleration(a: Toleration, b: Toleration): boolean {
-  return (a.key ?? '') === (b.key ?? '') && (a.operator ?? '') === (b.operator ?? '') && (a.value ?? '') === (b.value ?? '') && (a.effect ?? '') === (b.effect ?? '');
+/**
+ * A nodeName naming no Node reaches every group: `nodeName` skips the scheduler, the kubelet's
+ * admission checks only NoExecute taints, and a kubelet that registers under that name later
+ * (names are predictable with cloud providers and autoscalers) runs the pod on its node whatever
+ * its NoSchedule dedicated taint says.
+ */
+function missingNodeProblem(nodeName: string, policy: TenancyPolicy, specPath: string): { foreign: true; message: string } {
+  return {
+    foreign: true,
+    message: `${specPath}.nodeName "${nodeName}" names no existing node; its dedicated-node group cannot be determined, and a node registering under that name would run the pod without its ${policy.taint.key}=<group>:${policy.taint.effect} taint applying (policy "${policy.name}")`,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -21,6 +21,17 @@ export interface GroupVersionResource {
   readonly resource: string;
 }
 
+/**
+ * Who sent the request, as authentication.k8s.io/v1 UserInfo: written by the API server from the
+ * caller's credentials, so unlike anything in the object a tenant cannot choose it.
+ */
+export interface UserInfo {
+  readonly username: string;
+  readonly uid: string;
+  readonly groups: readonly string[];
+  readonly extra: Readonly<Record<string, readonly string[]>>;
+}
+
 /** What admission.Attributes carries upstream: the request, independent of the wire format. */
 export interface AdmissionAttributes {
   readonly operation: Operation;
@@ -35,6 +46,13 @@ export interface AdmissionAttributes {
   /** The object before an UPDATE. */
   readonly oldObject: JsonObject | undefined;
   readonly dryRun: boolean;
+  /** The requesting user; absent only for requests made up offline (`tolerator explain`, `test`). */
+  readonly userInfo?: UserInfo;
+  /**
+   * The rest of the AdmissionRequest envelope as the API server sent it (uid, requestKind,
+   * requestResource, requestSubResource, options), for the `request` variable of admission CEL.
+   */
+  readonly envelope?: Readonly<Record<string, unknown>>;
 }
 
 /** Facts about the cluster, read by the edge before the pure pipeline runs. */
@@ -42,8 +60,17 @@ export interface PluginContext {
   readonly gates: FeatureGates;
   /** The request's Namespace object, when the cluster state knows it. */
   readonly namespace: Namespace | undefined;
-  /** Looks a Node up by name in the cluster state. */
+  /**
+   * Looks a Node up by name in the cluster state. The node that the object's `nodeName` names has
+   * been read before the plugins run (from the API server when the cache lacked it), so for that
+   * name undefined means "no such node" whenever `nodesKnown` is true.
+   */
   readonly node: (name: string) => Node | undefined;
+  /**
+   * Whether the cluster state holds the cluster's nodes at all. False only without any cluster
+   * state (offline, no `--cluster-state`): then an unknown node name proves nothing.
+   */
+  readonly nodesKnown: boolean;
   /** Every Node the cluster state holds. */
   readonly nodes: () => readonly Node[];
 }
@@ -92,6 +119,12 @@ export interface MutatingPlugin {
 export interface ValidatingPlugin {
   readonly name: PluginName;
   handles(attributes: AdmissionAttributes): boolean;
+  /**
+   * Whether this plugin judges the node an object's `nodeName` names: the pipeline then reads that
+   * Node (live, on a cache miss) before the plugins run, and a read that fails makes the review
+   * undecidable rather than letting it through unjudged.
+   */
+  readsNamedNode?(attributes: AdmissionAttributes): boolean;
   validate(object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): ValidationOutcome;
 }
 

@@ -255,6 +255,45 @@ describe('startInformers', () => {
     });
   });
 
+  it('reads a node missing from the cache from the API (one that registered before its ADDED event), once for concurrent callers', async (t) => {
+    const { fake, facts } = await setup(t);
+    await synced(facts);
+
+    fake.putUnwatched('nodes', { metadata: { name: 'node-joined', labels: { dedicated: 'b' } } });
+    assert.equal(facts.getNode('node-joined'), undefined, 'not in the cache');
+    const [first, second] = await Promise.all([facts.readNode('node-joined'), facts.readNode('node-joined')]);
+
+    assert.deepEqual(first?.metadata.labels, { dedicated: 'b' });
+    assert.equal(second, first);
+    assert.equal(fake.count({ verb: 'get', name: 'node-joined' }), 1);
+  });
+
+  it('answers a cached node without asking the API server', async (t) => {
+    const { fake, facts } = await setup(t);
+    await synced(facts);
+
+    assert.equal((await facts.readNode('node-1'))?.metadata.name, 'node-1');
+    assert.equal(fake.count({ verb: 'get', name: 'node-1' }), 0);
+  });
+
+  it('answers undefined for a node the API server does not know (404)', async (t) => {
+    const { fake, facts } = await setup(t);
+    await synced(facts);
+
+    assert.equal(await facts.readNode('ip-10-0-0-1.ec2.internal'), undefined);
+    assert.equal(fake.count({ verb: 'get', name: 'ip-10-0-0-1.ec2.internal' }), 1);
+  });
+
+  it('rejects when the API server fails to answer a node read', async (t) => {
+    const { fake, facts } = await setup(t);
+    await synced(facts);
+
+    fake.refuseGets('nodes', 503);
+    await assert.rejects(facts.readNode('node-9'), {
+      message: 'reading Node "node-9" from the API server failed: HTTP 503',
+    });
+  });
+
   it('asks the server to end each watch after 5 to 10 minutes', async (t) => {
     const { fake, facts } = await setup(t);
     await synced(facts);

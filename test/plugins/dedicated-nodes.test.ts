@@ -36,11 +36,12 @@ const gpuToleration: Toleration = { key: 'dedicated', operator: 'Equal', value: 
 const gpuRequirement = { key: 'dedicated', operator: 'In', values: ['gpu'] };
 const termsKey = 'requiredDuringSchedulingIgnoredDuringExecution';
 
-function context(ns: string | undefined, comparisonOperators = false): PluginContext {
+function context(ns: string | undefined, comparisonOperators = false, nodesKnown = true): PluginContext {
   return {
     gates: { ...defaultFeatureGates, TaintTolerationComparisonOperators: comparisonOperators },
     namespace: ns === undefined ? undefined : namespaces[ns],
     node: (name) => nodes.find((candidate) => candidate.metadata.name === name),
+    nodesKnown,
     nodes: () => nodes,
   };
 }
@@ -116,7 +117,10 @@ describe('DedicatedNodes handles', () => {
     { name: 'a pod DELETE is not handled', given: podAttributes('DELETE', pod()), want: false },
     { name: 'a pod subresource is not handled', given: { ...podAttributes('CREATE', pod()), subResource: 'binding' }, want: false },
     { name: 'a DaemonSet UPDATE is handled', given: daemonSetAttributes('UPDATE', daemonSet({}), daemonSet({})), want: true },
-    { name: 'a Deployment is not handled', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' } }, want: false },
+    { name: 'a Deployment is handled (its template is validated)', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' } }, want: true },
+    { name: 'a CronJob is handled (its template is validated)', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'batch', version: 'v1', resource: 'cronjobs' } }, want: true },
+    { name: 'a ConfigMap is not handled', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: '', version: 'v1', resource: 'configmaps' } }, want: false },
+    { name: 'a Deployment scale subresource is not handled', given: { ...daemonSetAttributes('UPDATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' }, subResource: 'scale' }, want: false },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -300,6 +304,7 @@ describe('DedicatedNodes validate', () => {
     readonly oldPod?: JsonObject;
     readonly policies?: TenancyPolicy[];
     readonly comparisonOperators?: boolean;
+    readonly nodesKnown?: boolean;
   }
   interface Want {
     readonly denial?: RegExp;
@@ -361,7 +366,19 @@ describe('DedicatedNodes validate', () => {
     { name: 'a tenant pod pinned to a node outside its group is denied', given: { pod: mutatedGpuPod({ nodeName: 'plain-1' }) }, want: { denial: /spec\.nodeName "plain-1" is not a node of group "gpu"/ } },
     { name: 'a tenant pod pinned to a node of its group is allowed', given: { pod: mutatedGpuPod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed' } },
     { name: 'a non-tenant pod pinned to an ungrouped node is allowed', given: { ns: 'web', pod: pod({ nodeName: 'plain-1' }) }, want: { decision: 'allowed' } },
-    { name: 'a pod pinned to a node the cluster state does not know is allowed with a warning', given: { ns: 'web', pod: pod({ nodeName: 'new-node' }) }, want: { decision: 'allowed', warning: /node "new-node" named by spec\.nodeName is not in the cluster state/ } },
+    {
+      name: 'a pod pinned to a node that does not exist is denied, naming the node',
+      given: { ns: 'web', pod: pod({ nodeName: 'new-node' }) },
+      want: { denial: /^spec\.nodeName "new-node" names no existing node; its dedicated-node group cannot be determined/, decision: 'denied' },
+    },
+    { name: 'a tenant pod pinned to a node that does not exist is denied', given: { pod: mutatedGpuPod({ nodeName: 'new-node' }) }, want: { denial: /spec\.nodeName "new-node" names no existing node/ } },
+    { name: 'an exempt pod pinned to a node that does not exist is denied', given: { pod: mutatedGpuPod({ nodeName: 'new-node' }, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { denial: /spec\.nodeName "new-node" names no existing node/ } },
+    { name: 'an infrastructure namespace pod pinned to a node that does not exist is allowed and audited', given: { ns: 'logging', pod: pod({ nodeName: 'new-node' }) }, want: { decision: 'allowed', infrastructure: /spec\.nodeName "new-node" names no existing node/ } },
+    {
+      name: 'offline, without any cluster state, a pod pinned to an unknown node is allowed with a warning',
+      given: { ns: 'web', pod: pod({ nodeName: 'new-node' }), nodesKnown: false },
+      want: { decision: 'allowed', warning: /node "new-node" named by spec\.nodeName could not be checked: no cluster state holds the cluster's nodes/ },
+    },
     { name: "an infrastructure namespace pod pinned to a group's node is allowed", given: { ns: 'logging', pod: pod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed', infrastructure: /spec\.nodeName "gpu-1" is a node of group "gpu"/ } },
 
     // UPDATE.
@@ -392,15 +409,30 @@ describe('DedicatedNodes validate', () => {
     },
     {
       name: 'an UPDATE of a pod in a namespace two policies put in different groups is allowed with a warning',
-      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod(), policies: [byLabel, byPrefix] },
+      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod({}, { labels: { release: 'canary' } }), policies: [byLabel, byPrefix] },
       want: { warning: /policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"/, decision: 'conflict' },
+    },
+    {
+      name: 'a conflict never excuses a new toleration: an UPDATE adding one of either group is denied',
+      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod({ tolerations: [gpuToleration] }), policies: [byLabel, byPrefix] },
+      want: { denial: /^spec\.tolerations\[0\] tolerates the dedicated taint of group "gpu" .*namespace "team-a-dev" is claimed by more than one group, so it is judged as belonging to none/, warning: /belongs to more than one dedicated-node group/, decision: 'denied' },
+    },
+    {
+      name: 'a conflict never excuses a new toleration: an UPDATE adding the other group\'s is denied',
+      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod({ tolerations: [{ key: 'tenant', operator: 'Equal', value: 'team-a', effect: 'NoSchedule' }] }), policies: [byLabel, byPrefix] },
+      want: { denial: /tolerates the dedicated taint of group "team-a" .*policy "by-prefix"/, warning: /belongs to more than one dedicated-node group/ },
+    },
+    {
+      name: 'a conflict keeps a toleration the pod already had: an UPDATE that only relabels is allowed',
+      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod({ tolerations: [gpuToleration] }), pod: pod({ tolerations: [gpuToleration] }, { labels: { release: 'canary' } }), policies: [byLabel, byPrefix] },
+      want: { warning: /belongs to more than one dedicated-node group/, decision: 'conflict' },
     },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const { given } = row;
       const attributes = podAttributes(given.operation ?? 'CREATE', given.pod, given.oldPod, given.ns ?? 'ml');
-      const outcome = plugin(...(given.policies ?? [])).validate(given.pod, attributes, context(given.ns ?? 'ml', given.comparisonOperators));
+      const outcome = plugin(...(given.policies ?? [])).validate(given.pod, attributes, context(given.ns ?? 'ml', given.comparisonOperators, given.nodesKnown));
       if (row.want.denial === undefined) {
         assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));
       } else {
@@ -445,6 +477,98 @@ describe('DedicatedNodes validate on DaemonSets', () => {
       } else {
         assert.match(forbiddenMessage(outcome.denial), row.want);
       }
+    });
+  }
+});
+
+describe('DedicatedNodes on every workload with a pod template', () => {
+  /** Each kind that carries a pod template, with where the template sits (src/api/resource-kinds.ts). */
+  const workloadKinds: { kind: string; group: string; resource: string; templatePath: readonly string[] }[] = [
+    { kind: 'Deployment', group: 'apps', resource: 'deployments', templatePath: ['spec', 'template'] },
+    { kind: 'ReplicaSet', group: 'apps', resource: 'replicasets', templatePath: ['spec', 'template'] },
+    { kind: 'StatefulSet', group: 'apps', resource: 'statefulsets', templatePath: ['spec', 'template'] },
+    { kind: 'DaemonSet', group: 'apps', resource: 'daemonsets', templatePath: ['spec', 'template'] },
+    { kind: 'Job', group: 'batch', resource: 'jobs', templatePath: ['spec', 'template'] },
+    { kind: 'CronJob', group: 'batch', resource: 'cronjobs', templatePath: ['spec', 'jobTemplate', 'spec', 'template'] },
+    { kind: 'ReplicationController', group: '', resource: 'replicationcontrollers', templatePath: ['spec', 'template'] },
+    { kind: 'PodTemplate', group: '', resource: 'podtemplates', templatePath: ['template'] },
+  ];
+
+  function workload(kind: (typeof workloadKinds)[number], podSpec: JsonObject, ns: string): JsonObject {
+    let value: JsonObject = { metadata: { labels: { app: 'w' } }, spec: { containers: [{ name: 'c', image: 'c:1' }], ...podSpec } };
+    for (const field of [...kind.templatePath].reverse()) value = { [field]: value };
+    return { apiVersion: kind.group === '' ? 'v1' : `${kind.group}/v1`, kind: kind.kind, metadata: { name: 'w', namespace: ns }, ...value };
+  }
+
+  function attributesFor(kind: (typeof workloadKinds)[number], operation: Operation, object: JsonObject, ns: string, oldObject?: JsonObject): AdmissionAttributes {
+    return {
+      ...podAttributes(operation, object, oldObject, ns),
+      kind: { group: kind.group, version: 'v1', kind: kind.kind },
+      resource: { group: kind.group, version: 'v1', resource: kind.resource },
+      name: 'w',
+    };
+  }
+
+  for (const kind of workloadKinds) {
+    const specPath = [...kind.templatePath, 'spec'].join('.').replaceAll('.', '\\.');
+    const rows: { name: string; ns: string; podSpec: JsonObject; operation?: Operation; oldPodSpec?: JsonObject; want: RegExp | undefined }[] = [
+      { name: "a template outside every group tolerating a group's taint is denied, with the template's path", ns: 'web', podSpec: { tolerations: [gpuToleration] }, want: new RegExp(`^${specPath}\\.tolerations\\[0\\] tolerates the dedicated taint of group "gpu"`) },
+      { name: "a template pinned to another group's node is denied", ns: 'web', podSpec: { nodeName: 'gpu-1' }, want: new RegExp(`^${specPath}\\.nodeName "gpu-1" is a node of group "gpu"`) },
+      { name: 'a template pinned to a node that does not exist is denied', ns: 'web', podSpec: { nodeName: 'node-to-come' }, want: new RegExp(`^${specPath}\\.nodeName "node-to-come" names no existing node`) },
+      { name: "a tenant template asking for another group's nodes is denied", ns: 'ml', podSpec: { nodeSelector: { dedicated: 'team-b' } }, want: /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes/ },
+      { name: 'a tenant template pinned to a node outside its group is denied', ns: 'ml', podSpec: { nodeName: 'plain-1' }, want: /nodeName "plain-1" is not a node of group "gpu"/ },
+      {
+        name: kind.kind === 'DaemonSet' ? 'a tenant DaemonSet template without the pair is denied (the mutating side gives it the pair)' : "a tenant template without the pair is allowed (its pods get the pair when they are created)",
+        ns: 'ml',
+        podSpec: {},
+        want: kind.kind === 'DaemonSet' ? /must tolerate the taint dedicated=gpu:NoSchedule/ : undefined,
+      },
+      { name: 'an UPDATE leaving a foreign template alone (a scale, a label) is allowed', ns: 'web', podSpec: { tolerations: [gpuToleration] }, operation: 'UPDATE', oldPodSpec: { tolerations: [gpuToleration] }, want: undefined },
+      { name: 'an UPDATE adding a foreign toleration to the template is denied', ns: 'web', podSpec: { tolerations: [gpuToleration] }, operation: 'UPDATE', oldPodSpec: {}, want: /tolerates the dedicated taint of group "gpu"/ },
+      { name: "an UPDATE pinning the template to another group's node is denied", ns: 'web', podSpec: { nodeName: 'gpu-1' }, operation: 'UPDATE', oldPodSpec: {}, want: /nodeName "gpu-1" is a node of group "gpu"/ },
+    ];
+    for (const row of rows) {
+      it(`${kind.kind}: ${row.name}`, () => {
+        const object = workload(kind, row.podSpec, row.ns);
+        const oldObject = row.oldPodSpec === undefined ? undefined : workload(kind, row.oldPodSpec, row.ns);
+        const outcome = plugin().validate(object, attributesFor(kind, row.operation ?? 'CREATE', object, row.ns, oldObject), context(row.ns));
+        if (row.want === undefined) {
+          assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));
+        } else {
+          assert.equal(outcome.denial?.reason, 'Forbidden');
+          assert.match(forbiddenMessage(outcome.denial), row.want);
+        }
+      });
+    }
+    it(`${kind.kind}: the mutating side ${kind.kind === 'DaemonSet' ? 'gives the tenant template the pair' : 'leaves the template to its pods'}`, () => {
+      const object = workload(kind, {}, 'ml');
+      const outcome = plugin().admit(object, attributesFor(kind, 'CREATE', object, 'ml'), context('ml'));
+      if (kind.kind === 'DaemonSet') {
+        assert.notEqual(outcome.object, object);
+      } else {
+        assert.equal(outcome.object, object);
+      }
+    });
+  }
+});
+
+describe('DedicatedNodes gives CEL the whole admission request as `request`', () => {
+  const exemptFor = (expression: string): TenancyPolicy => compilePolicy('by-user', { ...labelPolicySpec(), exempt: expression });
+  const userInfo = { username: 'alice', uid: 'u-1', groups: ['platform-admins', 'system:authenticated'], extra: { 'scopes.example.com': ['a', 'b'] } };
+  const rows: { name: string; expression: string; given: Partial<AdmissionAttributes>; want: string }[] = [
+    { name: "request.userInfo.groups (the requesting user's groups)", expression: "'platform-admins' in request.userInfo.groups", given: { userInfo }, want: 'exempt' },
+    { name: 'request.userInfo.username', expression: "request.userInfo.username == 'alice'", given: { userInfo }, want: 'exempt' },
+    { name: 'request.userInfo.extra', expression: "request.userInfo.extra['scopes.example.com'].exists(s, s == 'b')", given: { userInfo }, want: 'exempt' },
+    { name: 'request.requestResource from the envelope', expression: "request.requestResource.resource == 'pods'", given: { envelope: { requestResource: { group: '', version: 'v1', resource: 'pods' } } }, want: 'exempt' },
+    { name: 'an offline request as an anonymous user with no groups', expression: "'platform-admins' in request.userInfo.groups", given: {}, want: 'allowed' },
+  ];
+  for (const row of rows) {
+    it(`reads ${row.name}`, () => {
+      const object = mutatedGpuPod();
+      const attributes = { ...podAttributes('CREATE', object), ...row.given };
+      const outcome = plugin(exemptFor(row.expression)).validate(object, attributes, context('ml'));
+      assert.equal(outcome.denial, undefined);
+      assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], row.want);
     });
   }
 });

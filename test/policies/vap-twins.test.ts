@@ -10,8 +10,10 @@
  *
  * Which fixtures each twin applies to:
  * - dedicated-by-namespace-label: every pod fixture run with `--policies=policies`, except
- *   foreign-nodename-create: a VAP cannot read the named Node's labels and taints (documented in
- *   the twin). The prefix policy's fixture applies too: the label twin must let it through.
+ *   foreign-nodename-create and unknown-nodename-create: a VAP cannot read the named Node (or
+ *   learn that there is none; documented in the twin); and the conflict-namespace fixtures: the
+ *   twin is one policy, and a conflict is between two. The prefix policy's fixture applies too:
+ *   the label twin must let it through.
  * - toleration-comparison-operators: every pod fixture run with the gate on (the twin's cluster),
  *   and every allowed pod fixture without a Gt/Lt toleration (the twin must deny nothing else).
  *   Gate-off fixtures with Gt/Lt do not apply: there the API server itself refuses Gt/Lt before
@@ -134,7 +136,8 @@ const fixtures = loadReviewFixtures();
 
 describe('the dedicated-by-namespace-label twin agrees with the webhook', () => {
   const twin = loadTwin('dedicated-by-namespace-label.yaml');
-  const applicable = fixtures.filter((fixture) => isPodFixture(fixture) && fixture.args.includes('--policies=policies') && fixture.name !== 'foreign-nodename-create');
+  const beyondTwin = new Set(['foreign-nodename-create', 'unknown-nodename-create', 'conflict-namespace-label-update', 'conflict-namespace-toleration-added-update']);
+  const applicable = fixtures.filter((fixture) => isPodFixture(fixture) && fixture.args.includes('--policies=policies') && !beyondTwin.has(fixture.name));
 
   it('applies to the tenancy fixtures: tenant, foreign toleration, infrastructure, exempt, prefix, update', () => {
     assert.deepEqual(
@@ -147,6 +150,7 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
         'infrastructure-tolerate-everything-create',
         'non-tenant-pod-create',
         'prefix-tenant-pod-create',
+        'self-exempt-label-tenant-pod-create',
         'tenant-daemonset-pod-matchfields-create',
         'tenant-group-without-nodes-warning-create',
         'tenant-pod-after-mutation-create',

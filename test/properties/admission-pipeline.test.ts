@@ -71,6 +71,7 @@ async function contextFor(s: Setup, attributes: AdmissionAttributes): Promise<Pl
     gates: s.settings.gates,
     namespace: await s.facts.getNamespace(attributes.namespace),
     node: (name) => s.facts.getNode(name),
+    nodesKnown: s.facts.knowsNodes,
     nodes: () => s.facts.listNodes(),
   };
 }
@@ -220,7 +221,7 @@ describe('the mutating pipeline, over generated pods', () => {
 
   it('DaemonSetTolerations alone adds the daemon set to a DaemonSet pod and leaves other pods alone', () => {
     const plugin = createDaemonSetTolerations();
-    const context: PluginContext = { gates: setups[0]!.settings.gates, namespace: undefined, node: () => undefined, nodes: () => [] };
+    const context: PluginContext = { gates: setups[0]!.settings.gates, namespace: undefined, node: () => undefined, nodesKnown: false, nodes: () => [] };
     fc.assert(
       fc.property(requestArbitrary, (request) => {
         const attributes = parsedReview(request).attributes;

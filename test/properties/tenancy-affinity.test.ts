@@ -24,7 +24,9 @@ const namespaces = { ml: namespace('ml', { dedicated: group }), web: namespace('
 const facts: ClusterFacts = {
   getNamespace: (name) => Promise.resolve(namespaces[name as keyof typeof namespaces]),
   getNode: () => undefined,
+  readNode: () => Promise.resolve(undefined),
   listNodes: () => [],
+  knowsNodes: false,
   isSynced: () => true,
   stop: () => Promise.resolve(),
 };

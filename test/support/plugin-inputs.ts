@@ -67,6 +67,8 @@ export function pluginContext(facts: ClusterFacts = {}): PluginContext {
     gates: { ...defaultFeatureGates, ...facts.gates },
     namespace: facts.namespace,
     node: (name) => nodes.find((node) => node.metadata.name === name),
+    // Given nodes are the whole cluster; without any, nothing is known about nodes (offline).
+    nodesKnown: facts.nodes !== undefined,
     nodes: () => nodes,
   };
 }
