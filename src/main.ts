@@ -221,6 +221,9 @@ async function explain(argv: readonly string[]): Promise<number> {
   const clusterFacts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, logger);
   const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
   const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
+  for (const caution of tenancy.current().policies.flatMap((policy) => policy.cautions)) {
+    process.stdout.write(`caution: ${caution}\n\n`);
+  }
   let allAllowed = true;
   for (const file of flags.positionals) {
     const text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');

@@ -3,7 +3,7 @@
  * AdmissionError that says precisely what is wrong. Nothing here decides anything.
  */
 import type { JsonObject } from '../api/types.js';
-import type { AdmissionAttributes, Operation } from '../plugins/plugin.js';
+import type { AdmissionAttributes, Operation, UserInfo } from '../plugins/plugin.js';
 import { AdmissionError } from './errors.js';
 import { checkObjectShape } from './object-shape.js';
 
@@ -78,7 +78,7 @@ function isObject(value: unknown): value is JsonObject {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
-function field(parent: JsonObject, name: string, path: string, type: 'string' | 'boolean' | 'object', required: boolean): unknown {
+function field(parent: JsonObject, name: string, path: string, type: 'string' | 'boolean' | 'object' | 'array', required: boolean): unknown {
   const value = Object.hasOwn(parent, name) ? parent[name] : undefined;
   if (value === undefined || value === null) {
     if (required) {
@@ -86,7 +86,7 @@ function field(parent: JsonObject, name: string, path: string, type: 'string' | 
     }
     return undefined;
   }
-  const ok = type === 'object' ? isObject(value) : typeof value === type;
+  const ok = type === 'object' ? isObject(value) : type === 'array' ? Array.isArray(value) : typeof value === type;
   if (!ok) {
     throw new AdmissionError('InvalidField', `${path}.${name}: expected ${type}, got ${Array.isArray(value) ? 'array' : typeof value}`);
   }
@@ -157,6 +157,53 @@ function readReview(review: unknown): ParsedReview {
       object,
       oldObject,
       dryRun: (field(request, 'dryRun', 'request', 'boolean', false) as boolean | undefined) ?? false,
+      userInfo: readUserInfo(request),
+      envelope: readEnvelope(request),
     },
   };
+}
+
+/**
+ * request.userInfo (authentication.k8s.io/v1 UserInfo). The API server always sends it; every
+ * field is optional in the type (omitempty), so an absent one reads as empty.
+ */
+function readUserInfo(request: JsonObject): UserInfo {
+  const userInfo = (field(request, 'userInfo', 'request', 'object', false) as JsonObject | undefined) ?? {};
+  const path = 'request.userInfo';
+  const groups = field(userInfo, 'groups', path, 'array', false) as unknown[] | undefined;
+  const extra = (field(userInfo, 'extra', path, 'object', false) as JsonObject | undefined) ?? {};
+  const extraValues: Record<string, readonly string[]> = {};
+  for (const [key, values] of Object.entries(extra)) {
+    // defineProperty: a key named `__proto__` stays a plain key.
+    Object.defineProperty(extraValues, key, { value: stringList(values, `${path}.extra[${JSON.stringify(key)}]`), enumerable: true });
+  }
+  return {
+    username: (field(userInfo, 'username', path, 'string', false) as string | undefined) ?? '',
+    uid: (field(userInfo, 'uid', path, 'string', false) as string | undefined) ?? '',
+    groups: groups === undefined ? [] : stringList(groups, `${path}.groups`),
+    extra: extraValues,
+  };
+}
+
+function stringList(value: unknown, path: string): string[] {
+  if (value === null || value === undefined) {
+    return [];
+  }
+  if (!Array.isArray(value) || !value.every((item) => typeof item === 'string')) {
+    throw new AdmissionError('InvalidField', `${path}: expected an array of strings`);
+  }
+  return value;
+}
+
+/** The envelope fields admission CEL's `request` has beyond the attributes, as sent. */
+const envelopeFields = ['uid', 'requestKind', 'requestResource', 'requestSubResource', 'options'] as const;
+
+function readEnvelope(request: JsonObject): Record<string, unknown> {
+  const envelope: Record<string, unknown> = {};
+  for (const name of envelopeFields) {
+    if (Object.hasOwn(request, name) && request[name] !== null && request[name] !== undefined) {
+      envelope[name] = request[name];
+    }
+  }
+  return envelope;
 }

@@ -13,6 +13,7 @@
  * namespace: ml                     # optional: else resource.metadata.namespace, else "default"
  * resource: { apiVersion: v1, kind: Pod, ... }
  * oldResource: { ... }              # required for UPDATE
+ * userInfo: { username: alice, groups: [platform-admins] }   # optional: who sends the request (request.userInfo)
  * expect:
  *   allowed: true
  *   patched: { ... }                # optional: the whole resource after tolerator's patch
@@ -69,6 +70,8 @@ export interface AdmissionInput {
   readonly operation: 'CREATE' | 'UPDATE';
   readonly namespace: string;
   readonly sides: readonly WebhookSide[];
+  /** request.userInfo as the API server would send it; by default an anonymous user with no groups. */
+  readonly userInfo?: JsonObject | undefined;
 }
 
 /** Builds the AdmissionReview the API server would send for `object`, runs it, applies the patch. */
@@ -91,6 +94,7 @@ export async function admitObject(pipeline: Pipeline, input: AdmissionInput): Pr
       object,
       oldObject: input.oldObject ?? null,
       dryRun: false,
+      userInfo: input.userInfo ?? { username: '' },
     },
   };
   const parsed = parseAdmissionReview(JSON.stringify(review));
@@ -156,12 +160,13 @@ export interface TestCase {
   readonly namespace: string;
   readonly resource: JsonObject;
   readonly oldResource: JsonObject | undefined;
+  readonly userInfo: JsonObject | undefined;
   readonly expect: Expectation;
 }
 
 class CaseError extends Error {}
 
-const caseFields = new Set(['name', 'args', 'policies', 'clusterState', 'webhook', 'operation', 'namespace', 'resource', 'oldResource', 'expect']);
+const caseFields = new Set(['name', 'args', 'policies', 'clusterState', 'webhook', 'operation', 'namespace', 'resource', 'oldResource', 'userInfo', 'expect']);
 const pathFlags = ['policies', 'cluster-state', 'admission-config'] as const;
 
 function isObject(value: unknown): value is JsonObject {
@@ -200,7 +205,9 @@ export function parseTestCase(document: unknown, file: string, index: number): T
   const metadataNamespace = (resource.metadata as { namespace?: unknown } | undefined)?.namespace;
   const namespace = document.namespace ?? (typeof metadataNamespace === 'string' ? metadataNamespace : 'default');
   if (typeof namespace !== 'string') throw new CaseError(`${at}: namespace must be a string`);
-  return { name, file, args: allArgs, sides, operation, namespace, resource, oldResource, expect: parseExpectation(document.expect, at) };
+  const userInfo = document.userInfo;
+  if (userInfo !== undefined && !isObject(userInfo)) throw new CaseError(`${at}: userInfo must be a mapping (username, uid, groups, extra)`);
+  return { name, file, args: allArgs, sides, operation, namespace, resource, oldResource, userInfo, expect: parseExpectation(document.expect, at) };
 }
 
 function parseExpectation(expect: unknown, at: string): Expectation {
@@ -254,7 +261,7 @@ export interface CaseResult {
 }
 
 /** Runs one case. `policies` caches loaded policy directories across cases. */
-export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readFile'>, policies: Map<string, PolicySet> = new Map()): Promise<CaseResult> {
+export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readFile' | 'stderr'>, policies: Map<string, PolicySet> = new Map()): Promise<CaseResult> {
   const flags = caseFlags(testCase);
   if (flags.positionals.length > 0) throw new CaseError(`${testCase.file} (${testCase.name}): args must be flags, got ${flags.positionals.join(' ')}`);
   const settings = readAdmissionSettings(flags);
@@ -270,6 +277,7 @@ export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readF
       const loaded = loadPolicyDirectory(dir);
       if (loaded.errors.length > 0) throw new CaseError(`--policies ${dir}: ${loaded.errors.map(formatPolicyLoadError).join('; ')}`);
       cached = loaded.set;
+      for (const caution of cached.policies.flatMap((policy) => policy.cautions)) io.stderr(`tolerator test: caution: --policies ${dir}: ${caution}\n`);
       policies.set(dir, cached);
     }
     set = cached;
@@ -278,6 +286,7 @@ export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readF
   const run = await admitObject(pipeline, {
     object: testCase.resource,
     oldObject: testCase.oldResource,
+    userInfo: testCase.userInfo,
     operation: testCase.operation,
     namespace: testCase.namespace,
     sides: testCase.sides,

@@ -35,6 +35,7 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
   let healthy = true;
   metrics?.policiesLoaded.set(current.policies.length);
   logger.info({ dir, policies: current.policies.map((policy) => policy.name) }, 'tenancy policies loaded');
+  logCautions(logger, dir, current);
   if (!watchForChanges) {
     return { current: () => current, healthy: () => healthy, close: () => undefined };
   }
@@ -44,6 +45,7 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
       healthy = true;
       metrics?.policiesLoaded.set(set.policies.length);
       logger.info({ dir, policies: set.policies.map((policy) => policy.name) }, 'tenancy policies reloaded');
+      logCautions(logger, dir, set);
     },
     onError: (errors) => {
       healthy = false;
@@ -54,6 +56,15 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
   return { current: () => current, healthy: () => healthy, close: () => {
     watcher.close();
   } };
+}
+
+/** A policy that loads but lets tenants decide for themselves is served, and said so in the log, each time it loads. */
+function logCautions(logger: Logger, dir: string, set: PolicySet): void {
+  for (const policy of set.policies) {
+    for (const caution of policy.cautions) {
+      logger.warn({ dir, policy: policy.name, file: policy.file }, caution);
+    }
+  }
 }
 
 export function pipelineFor(settings: AdmissionSettings, clusterFacts: ClusterFacts, policies: () => PolicySet): Pipeline {

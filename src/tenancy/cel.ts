@@ -90,6 +90,11 @@ export interface CompiledExpression<T extends ExpressionResultType> {
   readonly resultType: T;
   /** The admission variables the expression reads (`namespaceObject` only, for a typical group rule). */
   readonly variables: ReadonlySet<AdmissionVariableName>;
+  /**
+   * The fields it reads that the request's author writes (`object.metadata.labels`, …), each once,
+   * in the order they appear: see tenantWrittenReads.
+   */
+  readonly tenantWrittenReads: readonly string[];
   /** Throws ExpressionEvaluationError when the expression fails or yields another type. */
   evaluate(variables: CelVariables): ResultValue<T>;
 }
@@ -145,6 +150,7 @@ export function compileExpression<T extends ExpressionResultType>(source: string
       source,
       resultType,
       variables: referencedVariables(parsed.ast),
+      tenantWrittenReads: tenantWrittenReads(parsed.ast),
       evaluate: (variables) => evaluateChecked(parsed, source, resultType, variables),
     },
   };
@@ -268,6 +274,72 @@ function referencedVariables(root: ASTNode): ReadonlySet<AdmissionVariableName> 
   };
   visit(root);
   return names;
+}
+
+/**
+ * The fields of `object` and `oldObject` an expression reads: everything in them is written by
+ * whoever creates the pod or workload, so a policy deciding `exempt`, `group` or `infrastructure`
+ * from them lets a tenant choose the answer (RBAC cannot restrict single labels). The one field
+ * the author cannot choose is `metadata.namespace`, which the API server sets from the request
+ * path, so it is not reported. `request.userInfo` and `namespaceObject` are not the tenant's.
+ *
+ * Reads are found syntactically: a chain of field selections and constant indexes starting at the
+ * variable (`object.metadata.?labels['x']` reads `object.metadata.labels`); a chain that stops at a
+ * computed index or a function call reports what it selected up to there.
+ */
+export function tenantWrittenReads(root: ASTNode): string[] {
+  const reads = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(visit);
+      return;
+    }
+    if (!isAstNode(node)) {
+      return;
+    }
+    const chain = selectionChain(node);
+    if (chain !== undefined) {
+      const [variable, ...fields] = chain.path;
+      if ((variable === 'object' || variable === 'oldObject') && !(fields[0] === 'metadata' && fields[1] === 'namespace')) {
+        // Labels and annotations are named as a whole: which key is read does not change who writes it.
+        reads.add([variable, ...fields.slice(0, 2)].join('.'));
+      }
+      chain.computedIndexes.forEach(visit);
+      return;
+    }
+    visit(node.args);
+  };
+  visit(root);
+  return [...reads];
+}
+
+const selections = new Set(['.', '.?']);
+const indexes = new Set(['[]', '[?]']);
+
+/** `id(.field|[const])*`: the variable and field names, and any computed indexes met on the way. */
+function selectionChain(node: ASTNode): { path: string[]; computedIndexes: unknown[] } | undefined {
+  if (node.op === 'id') {
+    return typeof node.args === 'string' ? { path: [node.args], computedIndexes: [] } : undefined;
+  }
+  const args = node.args as unknown;
+  if (!Array.isArray(args) || args.length !== 2 || !isAstNode(args[0])) {
+    return undefined;
+  }
+  const inner = selectionChain(args[0]);
+  if (inner === undefined) {
+    return undefined;
+  }
+  const selector: unknown = args[1];
+  if (selections.has(node.op) && typeof selector === 'string') {
+    return { path: [...inner.path, selector], computedIndexes: inner.computedIndexes };
+  }
+  if (indexes.has(node.op)) {
+    if (isAstNode(selector) && selector.op === 'value' && typeof selector.args === 'string') {
+      return { path: [...inner.path, selector.args], computedIndexes: inner.computedIndexes };
+    }
+    return { path: inner.path, computedIndexes: [...inner.computedIndexes, selector] };
+  }
+  return undefined;
 }
 
 /** 1-based line and column (in UTF-16 code units, as editors count them) of an offset into `source`. */

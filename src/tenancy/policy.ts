@@ -34,6 +34,11 @@ export interface TenancyPolicy {
   /** CEL: true lets the namespace's pods tolerate every group (node agents). */
   readonly infrastructure: CompiledExpression<'bool'> | undefined;
   readonly enforcement: Enforcement;
+  /**
+   * What the loader warns about without refusing the policy: `group`, `exempt` or `infrastructure`
+   * reading fields the pod's author writes, which lets a tenant choose its own answer.
+   */
+  readonly cautions: readonly string[];
 }
 
 export interface PolicyLoadError {
@@ -172,10 +177,32 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
   if (errors.length > 0 || name === undefined || group === undefined || taint === undefined || typeof nodeLabel !== 'string') {
     return { errors };
   }
+  const cautions = [
+    ...tenantWrittenCautions(name, 'group', group),
+    ...tenantWrittenCautions(name, 'exempt', exempt),
+    ...tenantWrittenCautions(name, 'infrastructure', infrastructure),
+  ];
   return {
-    policy: { name, file: origin.file, group, taint, nodeLabel, exempt, infrastructure, enforcement: enforcement as Enforcement },
+    policy: { name, file: origin.file, group, taint, nodeLabel, exempt, infrastructure, enforcement: enforcement as Enforcement, cautions },
     errors: [],
   };
+}
+
+/** What each rule lets a tenant do when it decides from fields the tenant writes. */
+const tenantWrittenConsequences: Record<'group' | 'exempt' | 'infrastructure', string> = {
+  group: 'a tenant can choose its own group, and with it another group\'s nodes',
+  exempt: 'a tenant can exempt its own pods and run them outside its group\'s nodes',
+  infrastructure: 'a tenant can declare itself infrastructure and reach every group\'s nodes',
+};
+
+function tenantWrittenCautions(name: string, field: 'group' | 'exempt' | 'infrastructure', expression: CompiledExpression<ExpressionResultType> | undefined): string[] {
+  const reads = expression?.tenantWrittenReads ?? [];
+  if (reads.length === 0) {
+    return [];
+  }
+  return [
+    `${tenancyPolicyKind} "${name}" spec.${field} reads ${reads.join(', ')}, which whoever creates the pod or workload writes: ${tenantWrittenConsequences[field]}. Decide it from what a tenant cannot write: namespaceObject (its labels are set by whoever may update namespaces) or request.userInfo (set by the API server from the caller's credentials)`,
+  ];
 }
 
 function parseTaint(taint: unknown, report: (path: readonly string[], message: string) => void): DedicatedTaint | undefined {

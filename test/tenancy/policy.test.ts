@@ -84,27 +84,74 @@ describe('parseTenancyPolicy', () => {
 describe('the shipped example policies', () => {
   const label = examplePolicy('dedicated-by-namespace-label.yaml');
   const prefix = examplePolicy('dedicated-by-namespace-prefix.yaml');
-  const rows: { name: string; given: { file: 'label' | 'prefix'; namespace: ReturnType<typeof namespace>; pod?: ReturnType<typeof pod> }; want: { group: string; exempt: boolean; infrastructure: boolean } }[] = [
+  const rows: { name: string; given: { file: 'label' | 'prefix'; namespace: ReturnType<typeof namespace>; pod?: ReturnType<typeof pod>; groups?: string[] }; want: { group: string; exempt: boolean; infrastructure: boolean } }[] = [
     { name: 'the label policy puts a namespace labelled dedicated=gpu in group gpu', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }) }, want: { group: 'gpu', exempt: false, infrastructure: false } },
     { name: 'the label policy leaves an unlabelled namespace without a group', given: { file: 'label', namespace: namespace('web') }, want: { group: '', exempt: false, infrastructure: false } },
-    { name: 'the label policy exempts a pod labelled tolerator.dev/exempt=true', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }), pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { group: 'gpu', exempt: true, infrastructure: false } },
+    { name: 'the label policy exempts the pods of a namespace labelled tolerator.dev/exempt=true', given: { file: 'label', namespace: namespace('ml-platform', { dedicated: 'gpu', 'tolerator.dev/exempt': 'true' }) }, want: { group: 'gpu', exempt: true, infrastructure: false } },
+    { name: 'the label policy does not exempt a pod labelled tolerator.dev/exempt=true: a tenant cannot exempt itself', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }), pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { group: 'gpu', exempt: false, infrastructure: false } },
     { name: 'the label policy recognises an infrastructure namespace by its label', given: { file: 'label', namespace: namespace('logging', { 'tolerator.dev/node-infrastructure': 'true' }) }, want: { group: '', exempt: false, infrastructure: true } },
     { name: 'the prefix policy puts team-a-dev in group team-a', given: { file: 'prefix', namespace: namespace('team-a-dev') }, want: { group: 'team-a', exempt: false, infrastructure: false } },
     { name: 'the prefix policy puts team-a itself in group team-a', given: { file: 'prefix', namespace: namespace('team-a') }, want: { group: 'team-a', exempt: false, infrastructure: false } },
     { name: 'the prefix policy puts team-b-prod-eu in group team-b', given: { file: 'prefix', namespace: namespace('team-b-prod-eu') }, want: { group: 'team-b', exempt: false, infrastructure: false } },
     { name: 'the prefix policy leaves teams-a without a group', given: { file: 'prefix', namespace: namespace('teams-a') }, want: { group: '', exempt: false, infrastructure: false } },
     { name: 'the prefix policy leaves team--x without a group', given: { file: 'prefix', namespace: namespace('team--x') }, want: { group: '', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy exempts a pod annotated tolerator.dev/exempt=true', given: { file: 'prefix', namespace: namespace('team-a'), pod: pod({}, { annotations: { 'tolerator.dev/exempt': 'true' } }) }, want: { group: 'team-a', exempt: true, infrastructure: false } },
+    { name: 'the prefix policy exempts a pod a member of platform-admins requests', given: { file: 'prefix', namespace: namespace('team-a'), groups: ['platform-admins', 'system:authenticated'] }, want: { group: 'team-a', exempt: true, infrastructure: false } },
+    { name: 'the prefix policy does not exempt a pod annotated tolerator.dev/exempt=true: a tenant cannot exempt itself', given: { file: 'prefix', namespace: namespace('team-a'), pod: pod({}, { annotations: { 'tolerator.dev/exempt': 'true' } }), groups: ['system:authenticated'] }, want: { group: 'team-a', exempt: false, infrastructure: false } },
     { name: 'the prefix policy treats kube-system as infrastructure', given: { file: 'prefix', namespace: namespace('kube-system') }, want: { group: '', exempt: false, infrastructure: true } },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const policy = row.given.file === 'label' ? label : prefix;
-      const evaluator = createPolicyEvaluator({ object: row.given.pod ?? pod(), oldObject: undefined, namespace: row.given.namespace, request: { operation: 'CREATE' } });
+      const userInfo = { username: 'someone', uid: '', groups: row.given.groups ?? [], extra: {} };
+      const evaluator = createPolicyEvaluator({ object: row.given.pod ?? pod(), oldObject: undefined, namespace: row.given.namespace, request: { operation: 'CREATE', userInfo } });
       assert.deepEqual(
         { group: evaluator.group(policy), exempt: evaluator.exempt(policy), infrastructure: evaluator.infrastructure(policy) },
         row.want,
       );
     });
   }
+});
+
+describe('a policy that lets tenants decide for themselves loads with a caution', () => {
+  const policyText = (field: string, expression: string): string =>
+    [
+      'apiVersion: tolerator.dev/v1alpha1',
+      'kind: TenancyPolicy',
+      'metadata: { name: p }',
+      'spec:',
+      '  taint: { key: dedicated, effect: NoSchedule }',
+      '  nodeLabel: dedicated',
+      `  group: ${JSON.stringify(field === 'group' ? expression : "namespaceObject.metadata.?labels['dedicated'].orValue('')")}`,
+      ...(field === 'group' ? [] : [`  ${field}: ${JSON.stringify(expression)}`]),
+    ].join('\n');
+  const rows: { name: string; field: string; expression: string; want: RegExp | undefined }[] = [
+    { name: "exempt on the pod's own label", field: 'exempt', expression: "object.metadata.?labels['tolerator.dev/exempt'].orValue('') == 'true'", want: /^TenancyPolicy "p" spec\.exempt reads object\.metadata\.labels, which whoever creates the pod or workload writes: a tenant can exempt its own pods/ },
+    { name: "exempt on the pod's annotation by index", field: 'exempt', expression: "object['metadata']['annotations']['x'] == 'y'", want: /spec\.exempt reads object\.metadata\.annotations,/ },
+    { name: 'exempt on the old object', field: 'exempt', expression: "has(oldObject.metadata.labels)", want: /reads oldObject\.metadata\.labels/ },
+    { name: 'exempt on a computed label key', field: 'exempt', expression: "object.metadata.labels[namespaceObject.metadata.name] == 'x'", want: /reads object\.metadata\.labels/ },
+    { name: "group on the pod's label", field: 'group', expression: "object.metadata.?labels['team'].orValue('')", want: /spec\.group reads object\.metadata\.labels, .*a tenant can choose its own group/ },
+    { name: "infrastructure on the pod's service account", field: 'infrastructure', expression: "object.spec.?serviceAccountName.orValue('') == 'agent'", want: /spec\.infrastructure reads object\.spec\.serviceAccountName, .*reach every group's nodes/ },
+    { name: 'exempt on the namespace label', field: 'exempt', expression: "namespaceObject.metadata.?labels['x'].orValue('') == 'true'", want: undefined },
+    { name: "exempt on the requesting user's groups", field: 'exempt', expression: "'platform-admins' in request.userInfo.groups", want: undefined },
+    { name: "group on the pod's namespace (set by the API server from the request path)", field: 'group', expression: 'object.metadata.namespace', want: undefined },
+  ];
+  for (const row of rows) {
+    it(`${row.want === undefined ? 'no caution' : 'a caution'} for ${row.name}`, () => {
+      const { policies, errors } = parsePolicyFile('p.yaml', policyText(row.field, row.expression));
+      assert.deepEqual(errors, []);
+      const cautions = policies[0]?.cautions ?? [];
+      if (row.want === undefined) {
+        assert.deepEqual(cautions, []);
+      } else {
+        assert.equal(cautions.length, 1);
+        assert.match(cautions[0] ?? '', row.want);
+      }
+    });
+  }
+
+  it('the shipped example policies carry no caution', () => {
+    assert.deepEqual([label(), prefix()].flatMap((policy) => policy.cautions), []);
+  });
+  const label = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-label.yaml');
+  const prefix = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-prefix.yaml');
 });
