@@ -12,7 +12,7 @@ import { AdmissionError } from './admission/errors.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from './cli/options.js';
 import { readReviewInput, reviewFlags, reviewSides, runReview } from './cli/review.js';
-import { explainManifest, reviewsFromManifests } from './cli/explain.js';
+import { explainManifest, policyCautionLines, reviewsFromManifests } from './cli/explain.js';
 import { testCommand } from './cli/policy-test.js';
 import { simulateCommand } from './cli/simulate.js';
 import { createApp } from './http/app.js';
@@ -221,8 +221,8 @@ async function explain(argv: readonly string[]): Promise<number> {
   const clusterFacts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, logger);
   const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
   const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
-  for (const caution of tenancy.current().policies.flatMap((policy) => policy.cautions)) {
-    process.stdout.write(`caution: ${caution}\n\n`);
+  for (const line of policyCautionLines(tenancy.current())) {
+    process.stdout.write(`${line}\n\n`);
   }
   let allAllowed = true;
   for (const file of flags.positionals) {

@@ -11,6 +11,7 @@ import { denialStatus } from '../admission/status.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Toleration } from '../api/types.js';
 import type { PluginName } from '../plugins/plugin.js';
+import type { PolicySet } from '../tenancy/policy-set.js';
 import { UsageError } from './flags.js';
 
 /** Why each plugin changes a pod, in one sentence a person can act on. */
@@ -211,4 +212,9 @@ export async function explainManifest(pipeline: Pipeline, entry: ExplainEntry): 
     lines.push(`  result: denied by ${trace.deniedBy ?? 'a plugin'}`);
   }
   return lines;
+}
+
+/** One line per caution of the loaded policies (a rule that reads what tenants write), shown before the explanations. */
+export function policyCautionLines(set: PolicySet): string[] {
+  return set.policies.flatMap((policy) => policy.cautions.map((caution) => `caution: ${caution}`));
 }

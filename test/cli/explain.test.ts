@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
-import { describeChange, explainManifest, reviewsFromManifests } from '../../src/cli/explain.js';
+import { describeChange, explainManifest, policyCautionLines, reviewsFromManifests } from '../../src/cli/explain.js';
+import { createPolicySet } from '../../src/tenancy/policy-set.js';
+import { compilePolicy, labelPolicySpec } from '../tenancy/tenancy-fixtures.js';
 import { pipelineFromArgs } from '../support/harness.js';
 
 const tenancyArgs = ['--policies=policies', '--cluster-state=test/fixtures/config/tenancy-cluster.yaml'];
@@ -71,5 +73,19 @@ describe('tolerator explain', () => {
 
   it('describes a change it has no words for by its operation and path', () => {
     assert.deepEqual(describeChange({ op: 'replace', path: '/spec/priority', value: 1 }), ['replace /spec/priority = 1']);
+  });
+});
+
+describe('tolerator explain shows the cautions of the loaded policies', () => {
+  it("names a policy that exempts on the pod's own label, and what a tenant could do with it", () => {
+    const { set } = createPolicySet([compilePolicy('pod-label', labelPolicySpec())]);
+    const lines = policyCautionLines(set);
+    assert.equal(lines.length, 1);
+    assert.match(lines[0] ?? '', /^caution: TenancyPolicy "pod-label" spec\.exempt reads object\.metadata\.labels, .*a tenant can exempt its own pods/);
+  });
+
+  it('shows none for the shipped policies', () => {
+    const { set } = createPolicySet([compilePolicy('namespace-label', { ...labelPolicySpec(), exempt: "namespaceObject.metadata.?labels['x'].orValue('') == 'true'" })]);
+    assert.deepEqual(policyCautionLines(set), []);
   });
 });

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -45,6 +45,32 @@ describe('tolerator test', () => {
     const { code, stdout } = await runTests([join(root, 'policies', 'tests')]);
     assert.equal(code, 0, stdout);
     assert.match(stdout, /\n13 passed, 0 failed, 13 cases\n$/);
+  });
+
+  it("says on stderr when a policy lets tenants decide for themselves (reads the pod's own labels)", async () => {
+    const dir = caseDir(`name: tenant pod
+policies: policies
+clusterState: cluster.yaml
+resource:
+  apiVersion: v1
+  kind: Pod
+  metadata: { name: trainer, namespace: ml }
+  spec: { containers: [{ name: app, image: x }] }
+expect:
+  allowed: true
+`);
+    mkdirSync(join(dir, 'policies'));
+    writeFileSync(
+      join(dir, 'policies', 'p.yaml'),
+      readFileSync(join(root, 'policies', 'dedicated-by-namespace-label.yaml'), 'utf8').replace(/exempt: .*/, `exempt: "object.metadata.?labels['exempt'].orValue('') == 'true'"`),
+    );
+    try {
+      const { code, stderr } = await runTests([dir]);
+      assert.equal(code, 0);
+      assert.match(stderr, /^tolerator test: caution: --policies .*: TenancyPolicy "dedicated-by-namespace-label" spec\.exempt reads object\.metadata\.labels, /m);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('a wrong patched expectation fails with exit 1 and a line diff naming the differing field', async () => {

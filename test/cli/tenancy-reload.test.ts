@@ -64,3 +64,29 @@ describe('tenancy policy reload', () => {
     assert.match(await metrics.registry.getSingleMetricAsString('tolerator_policies_loaded'), /tolerator_policies_loaded 2/);
   });
 });
+
+describe('tenancy policies that read what tenants write', () => {
+  it('serve logs a warning naming the policy and the field, at start', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tolerator-policies-'));
+    writeFileSync(
+      join(dir, 'pod-label.yaml'),
+      ['apiVersion: tolerator.dev/v1alpha1', 'kind: TenancyPolicy', 'metadata: { name: pod-label }', 'spec:', `  group: "namespaceObject.metadata.?labels['dedicated'].orValue('')"`, '  taint: { key: dedicated, effect: NoSchedule }', '  nodeLabel: dedicated', `  exempt: "object.metadata.?labels['exempt'].orValue('') == 'true'"`, ''].join('\n'),
+    );
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+        done();
+      },
+    });
+    try {
+      const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), undefined, false);
+      assert.deepEqual(tenancy.current().policies.map((policy) => policy.name), ['pod-label'], 'the policy still serves');
+      const warning = lines.find((line) => line.level === 40 && line.policy === 'pod-label');
+      assert.ok(warning !== undefined, JSON.stringify(lines));
+      assert.match(String(warning.msg), /spec\.exempt reads object\.metadata\.labels, which whoever creates the pod or workload writes/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
