@@ -601,14 +601,32 @@ interface Outcome {
   readonly warnings: readonly string[];
 }
 
+/**
+ * How many violations a denial or the warnings spell out; the rest are counted. A tenant controls
+ * how many there are (one per toleration), and each message is about 300 characters: 10 keep a
+ * denial readable in a terminal (about 3 KB) and the response small whatever the pod's size. For
+ * warnings it is also what reaches the client: the API server keeps 4,096 characters of warnings
+ * per response (truncateAtTotalRunes in k8s.io/apiserver/pkg/endpoints/filters/warning.go), about
+ * 13 of these.
+ */
+export const violationsSpelledOut = 10;
+
 /** Deny-policy violations deny together (one message); Warn-policy violations become warnings. */
 function decide(violations: readonly Violation[]): Outcome {
   const denying = violations.filter(({ policy }) => policy.enforcement === 'Deny');
-  const warnings = violations.filter(({ policy }) => policy.enforcement === 'Warn').map(({ policy, message }) => warningText(policy, message));
+  const warning = violations.filter(({ policy }) => policy.enforcement === 'Warn');
+  const warnings = warning.slice(0, violationsSpelledOut).map(({ policy, message }) => warningText(policy, message));
+  if (warning.length > violationsSpelledOut) {
+    warnings.push(`DedicatedNodes (enforcement Warn): and ${warning.length - violationsSpelledOut} more violations of the same kinds`);
+  }
   if (denying.length === 0) {
     return { warnings };
   }
-  return { denial: { reason: 'Forbidden', message: denying.map(({ message }) => message).join('; ') }, warnings };
+  const listed = denying.slice(0, violationsSpelledOut).map(({ message }) => message);
+  if (denying.length > violationsSpelledOut) {
+    listed.push(`and ${denying.length - violationsSpelledOut} more violations of the same kinds`);
+  }
+  return { denial: { reason: 'Forbidden', message: listed.join('; ') }, warnings };
 }
 
 function warningText(policy: TenancyPolicy, message: string): string {

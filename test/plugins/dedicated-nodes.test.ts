@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import type { JsonObject, Namespace, Node, NodeSelectorTerm, Toleration } from '../../src/api/types.js';
-import { createDedicatedNodes } from '../../src/plugins/dedicated-nodes.js';
+import { createDedicatedNodes, violationsSpelledOut } from '../../src/plugins/dedicated-nodes.js';
 import type { AdmissionAttributes, Denial, Operation, PluginContext } from '../../src/plugins/plugin.js';
 import type { TenancyPolicy } from '../../src/tenancy/policy.js';
 import { compilePolicy, labelPolicySpec, namespace, node, pod } from '../tenancy/tenancy-fixtures.js';
@@ -571,4 +571,28 @@ describe('DedicatedNodes gives CEL the whole admission request as `request`', ()
       assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], row.want);
     });
   }
+});
+
+describe('DedicatedNodes keeps its messages bounded whatever the number of violations', () => {
+  const foreign = (count: number): JsonObject => pod({ tolerations: Array.from({ length: count }, (_, i) => ({ key: 'dedicated', operator: 'Equal', value: `g${i}`, effect: 'NoSchedule' })) });
+
+  it(`a denial spells out ${violationsSpelledOut} violations and counts the rest`, () => {
+    const outcome = plugin().validate(foreign(500), podAttributes('CREATE', foreign(500), undefined, 'web'), context('web'));
+    const message = forbiddenMessage(outcome.denial);
+    assert.equal(message.match(/tolerates the dedicated taint of group/g)?.length, violationsSpelledOut);
+    assert.match(message, /; and 490 more violations of the same kinds$/);
+  });
+
+  it(`under Warn, ${violationsSpelledOut} warnings and one that counts the rest`, () => {
+    const outcome = plugin(warnByLabel).validate(foreign(500), podAttributes('CREATE', foreign(500), undefined, 'web'), context('web'));
+    assert.equal(outcome.denial, undefined);
+    assert.equal(outcome.warnings?.length, violationsSpelledOut + 1);
+    assert.equal(outcome.warnings.at(-1), 'DedicatedNodes (enforcement Warn): and 490 more violations of the same kinds');
+  });
+
+  it('a denial with fewer violations lists them all, with no count', () => {
+    const outcome = plugin().validate(foreign(3), podAttributes('CREATE', foreign(3), undefined, 'web'), context('web'));
+    assert.equal(forbiddenMessage(outcome.denial).match(/tolerates the dedicated taint of group/g)?.length, 3);
+    assert.doesNotMatch(forbiddenMessage(outcome.denial), /more violations/);
+  });
 });
