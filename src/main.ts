@@ -16,6 +16,7 @@ import { explainManifest, policyCautionLines, reviewsFromManifests } from './cli
 import { testCommand } from './cli/policy-test.js';
 import { simulateCommand } from './cli/simulate.js';
 import { createApp } from './http/app.js';
+import { readClientCaBundle, type ClientCaBundle } from './http/client-ca.js';
 import { createMetrics } from './http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
 import { startTlsServer } from './http/tls-server.js';
@@ -28,6 +29,11 @@ const serveFlags = {
   'bind-address': { kind: 'string', placeholder: 'ADDRESS', help: 'address to listen on (default: all interfaces)' },
   'tls-cert-file': { kind: 'string', placeholder: 'FILE', help: 'serving certificate (PEM); watched and reloaded. Omitted: a development certificate for localhost' },
   'tls-private-key-file': { kind: 'string', placeholder: 'FILE', help: 'private key of the serving certificate (PEM)' },
+  'client-ca-file': {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'CA bundle (PEM); when set, every path but /healthz, /readyz and /metrics needs a client certificate one of its CAs signed (401 otherwise); watched and reloaded',
+  },
   kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'kubeconfig to watch Namespaces and Nodes with (else in-cluster config, else --cluster-state)' },
   'log-level': { kind: 'string', placeholder: 'LEVEL', help: 'debug, info, warn or error (default info)' },
   'shutdown-delay': {
@@ -107,6 +113,9 @@ async function serve(argv: readonly string[]): Promise<number> {
   const int = (name: keyof typeof serveFlags, fallback: number): number => Number((flags.values.get(name) as bigint | undefined) ?? fallback);
   const logger = createLogger(str('log-level'));
   const settings = readAdmissionSettings(flags);
+  // Read before anything starts watching, so that a bad file ends the process at once.
+  const clientCaFile = str('client-ca-file');
+  const clientCa = clientCaFile === undefined ? undefined : { bundle: await readClientCaFlag(clientCaFile), file: clientCaFile };
   let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
   const metrics = createMetrics({ collectProcessMetrics: true, cacheSyncState: () => cacheSyncState() });
 
@@ -159,7 +168,10 @@ async function serve(argv: readonly string[]): Promise<number> {
     },
   });
   const port = int('port', 8443);
-  const server = await startTlsServer({ app, port, host: str('bind-address'), certificate, certificateFiles, logger, metrics });
+  const server = await startTlsServer({ app, port, host: str('bind-address'), certificate, certificateFiles, clientCa, logger, metrics });
+  if (clientCa !== undefined) {
+    logger.info({ file: clientCa.file, certificates: clientCa.bundle.certificates }, 'client certificates required on every path but /healthz, /readyz and /metrics');
+  }
   logger.info(
     { port: server.address().port, plugins: settings.enabled, featureGates: settings.gates, policies: tenancy.current().policies.length },
     'tolerator serving',
@@ -188,6 +200,15 @@ async function serve(argv: readonly string[]): Promise<number> {
       shutdown('SIGINT');
     });
   });
+}
+
+/** A --client-ca-file that cannot be used is a flag error: the server must not start open. */
+async function readClientCaFlag(file: string): Promise<ClientCaBundle> {
+  try {
+    return await readClientCaBundle(file);
+  } catch (error) {
+    throw new UsageError(`--client-ca-file ${file}: ${error instanceof Error ? error.message : String(error)}`);
+  }
 }
 
 async function review(argv: readonly string[]): Promise<number> {

@@ -9,7 +9,7 @@ export interface Metrics {
   /** Reviews by webhook side, operation, acting plugin ('none' when none acted) and decision. */
   readonly reviews: Counter<'webhook' | 'operation' | 'plugin' | 'decision'>;
   readonly reviewDuration: Histogram<'webhook'>;
-  /** Requests refused before any decision (malformed, too large, wrong type), by HTTP status. */
+  /** Requests refused before any decision (unauthenticated, malformed, too large, wrong type), by HTTP status. */
   readonly rejectedRequests: Counter<'code'>;
   /** Reviews answered 500 "could not decide" (a plugin threw): the failurePolicy decided instead. */
   readonly undecidedReviews: Counter;
@@ -18,6 +18,10 @@ export interface Metrics {
   readonly cacheSynced: Gauge<'resource'>;
   readonly certificateExpiry: Gauge;
   readonly certificateReloads: Counter<'result'>;
+  /** Requests refused 401 under --client-ca-file, by reason (no_certificate, untrusted_certificate). */
+  readonly unauthenticatedRequests: Counter<'reason'>;
+  readonly clientCaReloads: Counter<'result'>;
+  readonly clientCaExpiry: Gauge;
 }
 
 export interface MetricsOptions {
@@ -50,7 +54,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
     }),
     rejectedRequests: new Counter({
       name: 'tolerator_rejected_requests_total',
-      help: 'Requests refused before any decision (malformed, too large, wrong content type), by HTTP status.',
+      help: 'Requests refused before any decision (unauthenticated, malformed, too large, wrong content type), by HTTP status.',
       labelNames: ['code'] as const,
       registers: [registry],
     }),
@@ -89,6 +93,23 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: 'tolerator_certificate_reloads_total',
       help: 'Serving certificate reloads, by result (success, or failure: the old pair keeps serving).',
       labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    unauthenticatedRequests: new Counter({
+      name: 'tolerator_unauthenticated_requests_total',
+      help: 'Requests refused 401 because --client-ca-file is set and the client presented no certificate (no_certificate) or one no CA of the file verifies (untrusted_certificate).',
+      labelNames: ['reason'] as const,
+      registers: [registry],
+    }),
+    clientCaReloads: new Counter({
+      name: 'tolerator_client_ca_reloads_total',
+      help: 'Reloads of --client-ca-file, by result (success, or failure: the previous CAs stay trusted).',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    clientCaExpiry: new Gauge({
+      name: 'tolerator_client_ca_expiry_timestamp_seconds',
+      help: 'Earliest expiry (notAfter) among the CAs of --client-ca-file, as a Unix time (0 when the flag is not set).',
       registers: [registry],
     }),
   };

@@ -1,19 +1,29 @@
 /**
- * The HTTPS server: serves the express app, reloads its certificate when the files change, and
- * shuts down without dropping a review.
+ * The HTTPS server: serves the express app, reloads its certificate (and the client CA bundle, when
+ * client certificates are required) when the files change, and shuts down without dropping a review.
  */
+import { randomBytes } from 'node:crypto';
 import { watch, type FSWatcher } from 'node:fs';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { dirname } from 'node:path';
 import type { RequestListener } from 'node:http';
+import type { SecureContextOptions, TLSSocket } from 'node:tls';
 import type { Logger } from 'pino';
+import { judgeClient, openPaths, readClientCaBundle, refuseUnauthenticated, type ClientCaBundle } from './client-ca.js';
 import type { Metrics } from './metrics.js';
 import { inspectCertificatePair, readCertificatePair, type CertificatePair } from './serving-certificate.js';
 
 export interface CertificateFiles {
   readonly certFile: string;
   readonly keyFile: string;
+}
+
+/** `--client-ca-file`: who may call the review endpoints (see src/http/client-ca.ts). */
+export interface ClientCaOptions {
+  readonly bundle: ClientCaBundle;
+  /** When given, the file is watched and the bundle reloaded when it changes. */
+  readonly file?: string;
 }
 
 export interface TlsServerOptions {
@@ -23,6 +33,8 @@ export interface TlsServerOptions {
   readonly certificate: CertificatePair;
   /** When given, the files are watched and the pair reloaded when they change. */
   readonly certificateFiles?: CertificateFiles;
+  /** When given, every path but the probes and /metrics needs a client certificate it verifies. */
+  readonly clientCa?: ClientCaOptions;
   readonly logger: Logger;
   readonly metrics: Metrics;
   /**
@@ -44,6 +56,8 @@ export interface TlsServer {
   address(): AddressInfo;
   /** Re-reads the certificate files; true when a new pair was installed. */
   reloadCertificate(): Promise<boolean>;
+  /** Re-reads the client CA file; true when a new bundle was installed. */
+  reloadClientCa(): Promise<boolean>;
   /**
    * Stops accepting connections, lets in-flight requests finish, and closes every connection
    * that is still open after `graceMs`.
@@ -54,14 +68,29 @@ export interface TlsServer {
 export async function startTlsServer(options: TlsServerOptions): Promise<TlsServer> {
   const { logger, metrics } = options;
   let current = options.certificate;
+  let clientCa = options.clientCa?.bundle;
   metrics.certificateExpiry.set(inspectCertificatePair(current).notAfter.getTime() / 1000);
+  if (clientCa !== undefined) {
+    recordClientCa(clientCa, metrics);
+  }
+
+  // Every reload passes the whole context: setSecureContext replaces it, so a certificate reload
+  // that named only cert and key would drop the client CAs and refuse every client from then on.
+  const secureContext = (): SecureContextOptions => ({
+    cert: current.cert,
+    key: current.key,
+    minVersion: 'TLSv1.2',
+    ...(clientCa === undefined ? {} : { ca: clientCa.pem }),
+  });
 
   const requestTimeout = options.requestTimeoutMs ?? 30_000;
   const server = createServer(
     {
-      cert: current.cert,
-      key: current.key,
-      minVersion: 'TLSv1.2',
+      ...secureContext(),
+      // Ask every client for a certificate, verify it against the CAs, and let the handshake
+      // succeed either way: the probes and /metrics are answered without one, every other path
+      // is refused with a 401 that says why (see src/http/client-ca.ts).
+      ...(clientCa === undefined ? {} : { requestCert: true, rejectUnauthorized: false }),
       requestTimeout,
       headersTimeout: Math.min(requestTimeout, 10_000),
       // Node checks the two timeouts above only every connectionsCheckingInterval (30 s by
@@ -69,12 +98,69 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
       // times per timeout bounds the overrun to a quarter of it.
       connectionsCheckingInterval: Math.min(30_000, Math.max(100, Math.floor(requestTimeout / 4))),
     },
-    options.app,
+    clientCa === undefined ? options.app : authenticated(options.app),
   );
   // kube-apiserver's client keeps idle connections for 90 s (Go's IdleConnTimeout default in
   // k8s.io/apimachinery's SetTransportDefaults). Closing them sooner races its next request on
   // the same connection and fails that webhook call, so the server waits a little longer.
   server.keepAliveTimeout = 95_000;
+
+  /**
+   * Which CA bundle each connection's handshake was verified against, as a generation number
+   * bumped on every CA change. A TLS socket takes the server's context when the TCP connection is
+   * accepted, so the generation is recorded then, keyed by the connection's addresses, and moved
+   * onto the TLS socket once its handshake completes: a handshake still running across a reload
+   * is verified against the old CAs and must count as such.
+   */
+  let trustGeneration = 0;
+  const acceptedUnder = new WeakMap<Socket, number>();
+  const handshaking = new Map<string, { raw: Socket; generation: number }>();
+  const connectionKey = (socket: Socket): string => `${socket.remoteAddress ?? ''}|${String(socket.remotePort)}|${socket.localAddress ?? ''}|${String(socket.localPort)}`;
+  if (clientCa !== undefined) {
+    server.on('connection', (raw: Socket) => {
+      const key = connectionKey(raw);
+      handshaking.set(key, { raw, generation: trustGeneration });
+      raw.once('close', () => {
+        if (handshaking.get(key)?.raw === raw) handshaking.delete(key);
+      });
+    });
+    server.on('secureConnection', (socket: TLSSocket) => {
+      const key = connectionKey(socket);
+      const entry = handshaking.get(key);
+      handshaking.delete(key);
+      acceptedUnder.set(socket, entry?.generation ?? -1);
+    });
+  }
+
+  /** The review endpoints, and any path that is not a probe or /metrics, need a verified client. */
+  function authenticated(app: RequestListener): RequestListener {
+    return (req, res) => {
+      const url = req.url ?? '';
+      const query = url.indexOf('?');
+      const path = query === -1 ? url : url.slice(0, query);
+      if (openPaths.has(path)) {
+        app(req, res);
+        return;
+      }
+      const verdict = judgeClient(req);
+      if (!verdict.authenticated) {
+        metrics.unauthenticatedRequests.inc({ reason: verdict.reason });
+        metrics.rejectedRequests.inc({ code: '401' });
+        logger.warn({ path, remoteAddress: req.socket.remoteAddress, reason: verdict.reason, verifyError: verdict.verifyError }, 'request refused: client not authenticated');
+        refuseUnauthenticated(res, verdict.message);
+        return;
+      }
+      if (acceptedUnder.get(req.socket) !== trustGeneration) {
+        // Verified against CAs that have since been replaced. This one request is answered (its
+        // client was trusted when it connected, and refusing it would fail a webhook call of a
+        // client that may well still be trusted), then the connection closes, so the client's
+        // next request comes on a new handshake against the current CAs: a CA removed from the
+        // file stops being trusted after at most one more request per open connection.
+        res.setHeader('connection', 'close');
+      }
+      app(req, res);
+    };
+  }
 
   async function reloadCertificate(): Promise<boolean> {
     const files = options.certificateFiles;
@@ -88,8 +174,14 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
         return false;
       }
       const info = inspectCertificatePair(next);
-      server.setSecureContext({ cert: next.cert, key: next.key, minVersion: 'TLSv1.2' });
+      const previous = current;
       current = next;
+      try {
+        server.setSecureContext(secureContext());
+      } catch (error) {
+        current = previous;
+        throw error;
+      }
       metrics.certificateExpiry.set(info.notAfter.getTime() / 1000);
       metrics.certificateReloads.inc({ result: 'success' });
       logger.info({ notAfter: info.notAfter.toISOString(), subjectAltName: info.subjectAltName }, 'serving certificate reloaded');
@@ -103,31 +195,50 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
     }
   }
 
-  const watchers: FSWatcher[] = [];
-  let poll: NodeJS.Timeout | undefined;
-  let debounce: NodeJS.Timeout | undefined;
-  if (options.certificateFiles !== undefined) {
-    const schedule = (): void => {
-      clearTimeout(debounce);
-      // Kubelet swaps the `..data` symlink in one rename, but other writers may write the two
-      // files in turn: 100 ms lets a burst of events settle into one reload.
-      debounce = setTimeout(() => void reloadCertificate(), 100);
-    };
-    // Watch the directories, not the files: a Secret update replaces a symlink, after which a
-    // watch on the old file never fires again.
-    for (const directory of new Set([dirname(options.certificateFiles.certFile), dirname(options.certificateFiles.keyFile)])) {
-      try {
-        const watcher = watch(directory, schedule);
-        watcher.on('error', (error) => {
-          logger.warn({ err: error, directory }, 'certificate directory watch failed; polling continues');
-        });
-        watchers.push(watcher);
-      } catch (error) {
-        logger.warn({ err: error, directory }, 'cannot watch the certificate directory; polling only');
-      }
+  async function reloadClientCa(): Promise<boolean> {
+    const file = options.clientCa?.file;
+    if (file === undefined || clientCa === undefined) {
+      return false;
     }
-    poll = setInterval(() => void reloadCertificate(), options.pollIntervalMs ?? 60_000);
-    poll.unref();
+    try {
+      const next = await readClientCaBundle(file);
+      if (next.pem === clientCa.pem) {
+        return false;
+      }
+      const previous = clientCa;
+      clientCa = next;
+      try {
+        server.setSecureContext(secureContext());
+      } catch (error) {
+        clientCa = previous;
+        throw error;
+      }
+      // A resumed TLS session skips certificate verification and carries the verdict of the
+      // handshake that created it, against the old CAs. New ticket keys make every ticket issued
+      // so far undecryptable, so each client's next connection verifies against the new CAs.
+      // (Node also changes the keys in setSecureContext today; this does not rely on it.)
+      server.setTicketKeys(randomBytes(48));
+      trustGeneration++;
+      recordClientCa(next, metrics);
+      metrics.clientCaReloads.inc({ result: 'success' });
+      logger.info({ file, certificates: next.certificates }, 'client CA reloaded');
+      return true;
+    } catch (error) {
+      // The CAs keep being the previous file's: refusing every client because a new file is
+      // half-written or broken would fail every webhook call until someone noticed.
+      metrics.clientCaReloads.inc({ result: 'failure' });
+      logger.warn({ err: error, file }, 'client CA file not reloaded; the previous CAs stay trusted');
+      return false;
+    }
+  }
+
+  const watches: (() => void)[] = [];
+  const pollIntervalMs = options.pollIntervalMs ?? 60_000;
+  if (options.certificateFiles !== undefined) {
+    watches.push(watchFiles([options.certificateFiles.certFile, options.certificateFiles.keyFile], 'certificate', reloadCertificate, pollIntervalMs, logger));
+  }
+  if (options.clientCa?.file !== undefined) {
+    watches.push(watchFiles([options.clientCa.file], 'client CA', reloadClientCa, pollIntervalMs, logger));
   }
 
   await new Promise<void>((resolve, reject) => {
@@ -142,11 +253,10 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
     server,
     address: () => server.address() as AddressInfo,
     reloadCertificate,
+    reloadClientCa,
     close: async (graceMs) => {
-      clearInterval(poll);
-      clearTimeout(debounce);
-      for (const watcher of watchers) {
-        watcher.close();
+      for (const stop of watches) {
+        stop();
       }
       const closed = new Promise<void>((resolve) => server.close(() => {
         resolve();
@@ -160,5 +270,47 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
       await closed;
       clearTimeout(forced);
     },
+  };
+}
+
+function recordClientCa(bundle: ClientCaBundle, metrics: Metrics): void {
+  const earliest = Math.min(...bundle.certificates.map((certificate) => certificate.notAfter.getTime()));
+  metrics.clientCaExpiry.set(earliest / 1000);
+}
+
+/**
+ * Calls `reload` when the files' directories change, and every `pollIntervalMs` in case a watch
+ * event is missed. Returns the function that stops both.
+ */
+function watchFiles(files: readonly string[], what: string, reload: () => Promise<boolean>, pollIntervalMs: number, logger: Logger): () => void {
+  let debounce: NodeJS.Timeout | undefined;
+  const schedule = (): void => {
+    clearTimeout(debounce);
+    // Kubelet swaps the `..data` symlink in one rename, but other writers may write the files in
+    // turn: 100 ms lets a burst of events settle into one reload.
+    debounce = setTimeout(() => void reload(), 100);
+  };
+  const watchers: FSWatcher[] = [];
+  // Watch the directories, not the files: a Secret update replaces a symlink, after which a watch
+  // on the old file never fires again.
+  for (const directory of new Set(files.map((file) => dirname(file)))) {
+    try {
+      const watcher = watch(directory, schedule);
+      watcher.on('error', (error) => {
+        logger.warn({ err: error, directory }, `${what} directory watch failed; polling continues`);
+      });
+      watchers.push(watcher);
+    } catch (error) {
+      logger.warn({ err: error, directory }, `cannot watch the ${what} directory; polling only`);
+    }
+  }
+  const poll = setInterval(() => void reload(), pollIntervalMs);
+  poll.unref();
+  return () => {
+    clearInterval(poll);
+    clearTimeout(debounce);
+    for (const watcher of watchers) {
+      watcher.close();
+    }
   };
 }

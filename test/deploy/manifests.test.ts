@@ -603,3 +603,53 @@ describe('overlays/comparison-operators', () => {
     assert.deepEqual(others(overlay.docs), others(docs));
   });
 });
+
+describe('overlays/client-ca', () => {
+  const dir = join(ROOT, 'deploy', 'overlays', 'client-ca');
+  const overlay = render(dir);
+  const withCa = one(overlay.docs, Deployment.is, 'tolerator');
+  const caContainer = serverContainer(withCa);
+  const caArgs = caContainer.args ?? [];
+
+  it('adds --client-ca-file to the server args once; the base leaves it off', (t) => {
+    t.diagnostic(`overlay rendered from ${overlay.source}`);
+    assert.deepEqual(caArgs, [...args, '--client-ca-file=/etc/tolerator/client-ca/ca.crt']);
+    assert.equal(flagValue(args, '--client-ca-file'), undefined, 'managed control planes cannot present a client certificate');
+  });
+
+  it('mounts the Secret tolerator-client-ca as a directory where the flag points', () => {
+    const volume = podSpec(withCa).volumes?.find((v) => v.secret?.secretName === 'tolerator-client-ca');
+    assert.ok(volume, 'no volume of Secret tolerator-client-ca');
+    assert.equal(volume.secret?.optional, undefined, 'the pod waits for the CA rather than starting without it');
+    const mount = caContainer.volumeMounts?.find((m) => m.name === volume.name);
+    assert.ok(mount, 'the Secret volume is not mounted');
+    assert.equal(mount.subPath, undefined, 'subPath mounts never see Secret updates');
+    assert.equal(mount.readOnly, true);
+    const flag = flagValue(caArgs, '--client-ca-file') ?? '';
+    assert.equal(posix.dirname(flag), mount.mountPath);
+    assert.equal(posix.basename(flag), 'ca.crt');
+  });
+
+  it('changes nothing but the Deployment\'s args, mounts and volumes', () => {
+    const others = (list: KubeObject[]): KubeObject[] => list.filter((d) => d.kind !== 'Deployment');
+    assert.deepEqual(others(overlay.docs), others(docs));
+    const strip = (d: IDeployment): unknown => {
+      const copy = structuredClone(d);
+      const spec = copy.spec?.template.spec;
+      if (spec) {
+        delete spec.volumes;
+        for (const c of spec.containers) {
+          delete c.args;
+          delete c.volumeMounts;
+        }
+      }
+      return copy;
+    };
+    assert.deepEqual(strip(withCa), strip(deployment));
+  });
+
+  it('renders the same from the raw files as kubectl does', { skip: overlay.source === 'raw files' && 'kubectl not found' }, () => {
+    const key = (d: KubeObject): string => `${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`;
+    assert.deepEqual(new Map(renderFromFiles(dir).map((d) => [key(d), d])), new Map(overlay.docs.map((d) => [key(d), d])));
+  });
+});

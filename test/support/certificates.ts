@@ -60,3 +60,28 @@ export function checkServerIdentityAsGo(host: string, cert: PeerCertificate | De
   }
   return names.includes(host) ? undefined : new Error(`x509: certificate is valid for ${names.join(', ')}, not ${host}`);
 }
+
+/**
+ * A client certificate signed by `ca`, as kube-apiserver presents to a webhook through its
+ * AdmissionConfiguration kubeConfigFile: extended key usage clientAuth only.
+ */
+export async function createClientCertificate(
+  ca: Pair,
+  commonName = 'kube-apiserver-webhook-client',
+  validity: { readonly notBefore: Date; readonly notAfter: Date } = { notBefore: now, notAfter: later },
+): Promise<Pair> {
+  const leaf = await generate([{ name: 'commonName', value: commonName }], {
+    keyType: 'ec',
+    curve: 'P-256',
+    algorithm: 'sha256',
+    notBeforeDate: validity.notBefore,
+    notAfterDate: validity.notAfter,
+    ca: { key: ca.key, cert: ca.cert },
+    extensions: [
+      { name: 'basicConstraints', cA: false },
+      { name: 'keyUsage', digitalSignature: true },
+      { name: 'extKeyUsage', clientAuth: true },
+    ],
+  });
+  return { cert: leaf.cert, key: leaf.private };
+}
