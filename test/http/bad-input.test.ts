@@ -245,6 +245,13 @@ describe('bad input gets a precise 4xx', () => {
     assert.equal(unknown.status, 404);
   });
 
+  it('a CREATE whose oldObject is {} (as some replay tools send) is answered as with null: nothing reads it', async () => {
+    const withNull = await request(app).post('/mutate').set('Content-Type', 'application/json').send(withRequest((r) => (r.oldObject = null)));
+    const withEmpty = await request(app).post('/mutate').set('Content-Type', 'application/json').send(withRequest((r) => (r.oldObject = {})));
+    assert.equal(withEmpty.status, 200);
+    assert.deepEqual(withEmpty.body, withNull.body);
+  });
+
   it('after all of that the server still answers a valid review', async () => {
     const res = await request(app).post('/mutate').set('Content-Type', 'application/json').send(validReviewText());
     assert.equal(res.status, 200);
