@@ -6,7 +6,7 @@
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import { resourceKindByResource } from '../api/resource-kinds.js';
-import { MirrorPodAnnotation, type JsonObject } from '../api/types.js';
+import type { JsonObject } from '../api/types.js';
 import { tolerationsOf } from '../tolerations/pod-tolerations.js';
 import { isDNS1123Subdomain } from '../validation/name-validation.js';
 import type {
@@ -18,7 +18,7 @@ import type {
   PluginName,
   ValidatingPlugin,
 } from '../plugins/plugin.js';
-import { isPodRequest } from '../plugins/plugin.js';
+import { isMirrorPodRequest, isPodRequest } from '../plugins/plugin.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import { diffJson, jsonEqual, type JsonPatchOperation } from './json-patch-diff.js';
 import type { AdmissionDecision } from './response.js';
@@ -86,7 +86,7 @@ export function createPipeline(options: PipelineOptions): Pipeline {
 
       // Mirror pods are the API server's copies of static pods managed by a kubelet: the kubelet
       // owns their spec and would fight any change, so they are never mutated.
-      if (!isMirrorPod(attributes)) {
+      if (!isMirrorPodRequest(attributes)) {
         for (const plugin of mutating) {
           const outcome = plugin.admit(object, attributes, context);
           findings.add(outcome);
@@ -195,13 +195,6 @@ function denied(
   };
 }
 
-function isMirrorPod(attributes: AdmissionAttributes): boolean {
-  if (!isPodRequest(attributes)) {
-    return false;
-  }
-  const metadata = attributes.object?.metadata as { annotations?: Record<string, string> } | undefined;
-  return metadata?.annotations !== undefined && Object.hasOwn(metadata.annotations, MirrorPodAnnotation);
-}
 
 /**
  * The last line of defence for DESIGN's rule that an UPDATE only ever adds tolerations: the API

@@ -24,7 +24,8 @@
  * can always be fixed), and otherwise only for added tolerations.
  *
  * Mirror pods (static pods reported by the kubelet) are neither mutated nor validated: the pod
- * already runs on its node, and refusing the mirror would only hide it from the API.
+ * already runs on its node, and refusing the mirror would only hide it from the API. Only a node's
+ * request is a mirror pod (isMirrorPodRequest): anyone may write the annotation.
  *
  * An infrastructure namespace (the policy's `infrastructure` CEL) may reach every group's nodes:
  * by toleration, and also by nodeName (node agents and `kubectl debug node/…` pods are pinned that
@@ -32,13 +33,12 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
-import { MirrorPodAnnotation } from '../api/types.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
-import { isPodRequest } from './plugin.js';
+import { isMirrorPodRequest, isPodRequest } from './plugin.js';
 import type { AdmissionAttributes, Findings, MutatingPlugin, MutationOutcome, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
 
 /** Audit annotation keys; the API server prefixes each with `<webhook name>/`, so each stays a valid label name part. */
@@ -173,10 +173,6 @@ function metadataOf(value: unknown): ObjectMeta {
   return asObject(value) ?? {};
 }
 
-function isMirrorPod(workload: Workload): boolean {
-  return workload.kind === 'Pod' && workload.metadata.annotations?.[MirrorPodAnnotation] !== undefined;
-}
-
 /**
  * The `request` variable of Kubernetes admission CEL: the AdmissionRequest without its objects
  * (those are `object` and `oldObject`), userInfo included. Requests made up offline carry an
@@ -225,7 +221,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     return undefined;
   }
   const workload = toWorkload(object, attributes.oldObject, attributes);
-  if (workload === undefined || isMirrorPod(workload)) {
+  if (workload === undefined || isMirrorPodRequest(attributes)) {
     return undefined;
   }
   const evaluator = createPolicyEvaluator(

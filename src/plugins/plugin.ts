@@ -4,7 +4,7 @@
  * feature gates and namespace or node facts arrive through `PluginContext`.
  */
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { JsonObject, Namespace, Node } from '../api/types.js';
+import { MirrorPodAnnotation, type JsonObject, type Namespace, type Node } from '../api/types.js';
 import type { FieldError } from './field-errors.js';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
@@ -131,6 +131,25 @@ export interface ValidatingPlugin {
 /** True for the core/v1 `pods` resource itself, not a subresource (upstream plugins' shouldIgnore). */
 export function isPodRequest(attributes: AdmissionAttributes): boolean {
   return attributes.resource.group === '' && attributes.resource.resource === 'pods' && attributes.subResource === '';
+}
+
+/** The username prefix of a kubelet's credentials (the Node authorizer's `system:node:<name>`). */
+const nodeUserPrefix = 'system:node:';
+
+/**
+ * A mirror pod: the API server's copy of a static pod, which a kubelet creates with the
+ * `kubernetes.io/config.mirror` annotation. Only a request from a node counts: the API server lets
+ * any user set that annotation (NodeRestriction checks it only for node users), so a tenant's pod
+ * carrying it is judged like any other pod. (The kubelet never runs such a pod, since it has no
+ * static pod behind it, but the pod would still occupy its node in the API and the scheduler.)
+ */
+export function isMirrorPodRequest(attributes: AdmissionAttributes): boolean {
+  if (!isPodRequest(attributes) || attributes.userInfo?.username.startsWith(nodeUserPrefix) !== true) {
+    return false;
+  }
+  const metadata = attributes.object?.metadata;
+  const annotations = typeof metadata === 'object' && metadata !== null ? (metadata as { annotations?: unknown }).annotations : undefined;
+  return typeof annotations === 'object' && annotations !== null && Object.hasOwn(annotations, MirrorPodAnnotation);
 }
 
 /**

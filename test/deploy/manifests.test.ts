@@ -550,14 +550,18 @@ describe('webhook configurations', () => {
         }
       });
 
-      it('skips mirror pods in the API server and nothing else (matchConditions evaluated as CEL)', () => {
+      it("skips a kubelet's mirror pods in the API server and nothing else, not a tenant's pod carrying the annotation (matchConditions evaluated as CEL)", () => {
         const mirror = { metadata: { name: 'etcd-node-1', annotations: { 'kubernetes.io/config.mirror': 'abc' } } };
+        const kubelet = { username: 'system:node:node-1', groups: ['system:nodes', 'system:authenticated'] };
+        const tenant = { username: 'alice', groups: ['system:authenticated'] };
         for (const hook of hooks) {
           const conditions = hook.matchConditions ?? [];
           assert.ok(conditions.length > 0);
-          const matches = (resource: string, object: unknown): boolean => conditions.every(({ expression }) =>
-            evaluate(expression, { request: { operation: 'CREATE', resource: { group: '', version: 'v1', resource } }, object, oldObject: null }) === true);
+          const matches = (resource: string, object: unknown, userInfo: object = kubelet): boolean => conditions.every(({ expression }) =>
+            evaluate(expression, { request: { operation: 'CREATE', resource: { group: '', version: 'v1', resource }, userInfo }, object, oldObject: null }) === true);
           assert.equal(matches('pods', mirror), false, 'mirror pod');
+          assert.equal(matches('pods', mirror, tenant), true, 'a tenant pod carrying the mirror annotation');
+          assert.equal(matches('pods', mirror, { ...tenant, username: 'system:nodes' }), true, 'a username that only looks like a node');
           assert.equal(matches('pods', { metadata: { name: 'web' } }), true, 'pod without annotations');
           assert.equal(matches('pods', { metadata: { name: 'web', annotations: { a: 'b' } } }), true, 'annotated pod');
           for (const rule of hook.rules ?? []) {

@@ -46,8 +46,12 @@ function context(ns: string | undefined, comparisonOperators = false, nodesKnown
   };
 }
 
-function podAttributes(operation: Operation, object: JsonObject, oldObject?: JsonObject, ns = 'ml'): AdmissionAttributes {
+/** The kubelet of node gpu-1, the only kind of user whose mirror-annotated pods are mirror pods. */
+const kubeletUser = { username: 'system:node:gpu-1', uid: '', groups: ['system:nodes', 'system:authenticated'], extra: {} };
+
+function podAttributes(operation: Operation, object: JsonObject, oldObject?: JsonObject, ns = 'ml', userInfo?: AdmissionAttributes['userInfo']): AdmissionAttributes {
   return {
+    ...(userInfo === undefined ? {} : { userInfo }),
     operation,
     kind: { group: '', version: 'v1', kind: 'Pod' },
     resource: { group: '', version: 'v1', resource: 'pods' },
@@ -141,7 +145,7 @@ describe('DedicatedNodes admit on pod CREATE', () => {
     readonly decision?: string;
   }
   const preferred = [{ weight: 1, preference: { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] } }];
-  const rows: { name: string; given: { ns: string | undefined; pod: JsonObject; policies?: TenancyPolicy[] }; want: Want }[] = [
+  const rows: { name: string; given: { ns: string | undefined; pod: JsonObject; policies?: TenancyPolicy[]; userInfo?: AdmissionAttributes['userInfo'] }; want: Want }[] = [
     {
       name: 'a tenant pod with no affinity gets the toleration and one required term',
       given: { ns: 'ml', pod: pod() },
@@ -194,9 +198,14 @@ describe('DedicatedNodes admit on pod CREATE', () => {
       want: { unchanged: true, decision: 'exempt' },
     },
     {
-      name: 'a mirror pod is never mutated',
-      given: { ns: 'ml', pod: pod({}, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }) },
+      name: "a kubelet's mirror pod is never mutated",
+      given: { ns: 'ml', pod: pod({}, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }), userInfo: kubeletUser },
       want: { unchanged: true },
+    },
+    {
+      name: "a tenant's pod carrying the mirror annotation is mutated like any other",
+      given: { ns: 'ml', pod: pod({}, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }) },
+      want: { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }], decision: 'mutated' },
     },
     {
       name: 'a pod of a namespace with no group is left unchanged',
@@ -217,7 +226,7 @@ describe('DedicatedNodes admit on pod CREATE', () => {
   for (const row of rows) {
     it(row.name, () => {
       const given = structuredClone(row.given.pod);
-      const outcome = plugin(...(row.given.policies ?? [])).admit(given, podAttributes('CREATE', given, undefined, row.given.ns ?? 'ml'), context(row.given.ns));
+      const outcome = plugin(...(row.given.policies ?? [])).admit(given, podAttributes('CREATE', given, undefined, row.given.ns ?? 'ml', row.given.userInfo), context(row.given.ns));
       assert.deepEqual(given, row.given.pod, 'the input is never modified');
       if (row.want.denial !== undefined) {
         assert.equal(outcome.denial?.reason, 'Forbidden');
@@ -305,6 +314,7 @@ describe('DedicatedNodes validate', () => {
     readonly policies?: TenancyPolicy[];
     readonly comparisonOperators?: boolean;
     readonly nodesKnown?: boolean;
+    readonly userInfo?: AdmissionAttributes['userInfo'];
   }
   interface Want {
     readonly denial?: RegExp;
@@ -331,7 +341,12 @@ describe('DedicatedNodes validate', () => {
       want: { decision: 'allowed' },
     },
     { name: 'an exempt tenant pod without the pair is allowed', given: { pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { decision: 'exempt' } },
-    { name: 'a mirror pod pinned to another group node is allowed', given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }) }, want: {} },
+    { name: "a kubelet's mirror pod pinned to another group node is allowed", given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }), userInfo: kubeletUser }, want: {} },
+    {
+      name: "a tenant's pod carrying the mirror annotation, pinned to another group node, is denied",
+      given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }), userInfo: { ...kubeletUser, username: 'alice' } },
+      want: { denial: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
+    },
     { name: 'a pod of a namespace with no group needs no pair', given: { ns: 'web', pod: pod() }, want: { decision: 'allowed' } },
 
     // Foreign tolerations.
@@ -431,7 +446,7 @@ describe('DedicatedNodes validate', () => {
   for (const row of rows) {
     it(row.name, () => {
       const { given } = row;
-      const attributes = podAttributes(given.operation ?? 'CREATE', given.pod, given.oldPod, given.ns ?? 'ml');
+      const attributes = podAttributes(given.operation ?? 'CREATE', given.pod, given.oldPod, given.ns ?? 'ml', given.userInfo);
       const outcome = plugin(...(given.policies ?? [])).validate(given.pod, attributes, context(given.ns ?? 'ml', given.comparisonOperators, given.nodesKnown));
       if (row.want.denial === undefined) {
         assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));

@@ -177,13 +177,15 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
     assert.equal(verdict.allowed, true);
   });
 
-  it('a mirror pod is left alone by its matchCondition', () => {
+  it("a kubelet's mirror pod is left alone by its matchCondition; a tenant's pod carrying the annotation is not", () => {
     const fixture = fixtures.find((candidate) => candidate.name === 'tenant-pod-skipped-mutation-create');
     assert.ok(fixture);
     const inputs = twinInputs(fixture);
     const object = structuredClone(inputs.object) as { metadata: { annotations?: Record<string, string> } };
     object.metadata.annotations = { 'kubernetes.io/config.mirror': 'abc' };
-    assert.equal(evaluateTwin(twin, { ...inputs, object }).allowed, true);
+    const request = inputs.request as { userInfo?: unknown };
+    assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'system:node:gpu-1' } } }).allowed, true);
+    assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'alice' } } }).allowed, false);
   });
 });
 
