@@ -184,6 +184,8 @@ async function main(): Promise<void> {
   const { certificate, clusterState, policies } = await prepare(dir);
   /** The worst-review section: its lines, and its targets pushed. */
   const worst = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
     const file = join(dir, 'cluster-state-worst.json');
     writeClusterState(file, 10_000, 5_000);
     const rows = await measureWorstReviews({
@@ -204,8 +206,8 @@ async function main(): Promise<void> {
     });
     const host = machine();
     return worstSection(rows, [
-      `- date: ${new Date().toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\``,
-      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
     ]);
   };
   if (flags.only === 'worst') {
