@@ -1,8 +1,8 @@
 /**
  * What the bench sends and the files the servers start with: AdmissionReview bodies taken from the
  * captured fixtures (test/fixtures/reviews/*.json, whose `review` field is the wire body), pods
- * grown to many containers or tolerations, cluster-state files of N namespaces, and directories
- * of N TenancyPolicies.
+ * grown to many containers or tolerations, cluster-state files of N namespaces (and M nodes), and
+ * directories of N TenancyPolicies.
  */
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -110,10 +110,47 @@ function node(name: string, labels: Record<string, string>, taint?: { key: strin
 }
 
 /**
- * A `v1` `List` of `count` Namespaces (the ten the mix needs, then team namespaces with labels
- * and, on every tenth, the defaultTolerations annotation) and a few Nodes, written as JSON.
+ * A node as a cloud provider labels it: host, OS and architecture, instance type, region and
+ * zone, node group and lifecycle (12 labels). Every tenth is a `gpu` node of the tenancy policy
+ * (labelled and tainted dedicated=gpu), every twentieth after it a team-a node; spot nodes carry
+ * a PreferNoSchedule taint.
  */
-export function writeClusterState(path: string, count: number): void {
+function cloudNode(i: number): Json {
+  const name = `ip-10-0-${Math.floor(i / 250)}-${i % 250}.eu-west-1.compute.internal`;
+  const zone = `eu-west-1${'abc'[i % 3] ?? 'a'}`;
+  const spot = i % 4 === 0;
+  const labels: Record<string, string> = {
+    'kubernetes.io/hostname': name,
+    'kubernetes.io/os': 'linux',
+    'kubernetes.io/arch': 'amd64',
+    'beta.kubernetes.io/os': 'linux',
+    'beta.kubernetes.io/arch': 'amd64',
+    'node.kubernetes.io/instance-type': ['m5.2xlarge', 'c5.4xlarge', 'r5.xlarge', 'p3.2xlarge'][i % 4] ?? 'm5.2xlarge',
+    'topology.kubernetes.io/region': 'eu-west-1',
+    'topology.kubernetes.io/zone': zone,
+    'failure-domain.beta.kubernetes.io/zone': zone,
+    'eks.amazonaws.com/nodegroup': `ng-${i % 12}`,
+    'node.kubernetes.io/lifecycle': spot ? 'spot' : 'on-demand',
+  };
+  const taints: Json[] = spot ? [{ key: 'example.com/spot', value: 'true', effect: 'PreferNoSchedule' }] : [];
+  if (i % 10 === 0) {
+    labels.dedicated = 'gpu';
+    taints.push({ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' });
+  } else if (i % 20 === 1) {
+    labels.tenant = 'team-a';
+    taints.push({ key: 'tenant', value: 'team-a', effect: 'NoSchedule' });
+  } else {
+    labels['example.com/pool'] = 'general';
+  }
+  return { apiVersion: 'v1', kind: 'Node', metadata: { name, labels }, spec: taints.length === 0 ? {} : { taints } };
+}
+
+/**
+ * A `v1` `List` of `count` Namespaces (the ten the mix needs, then team namespaces with labels
+ * and, on every tenth, the defaultTolerations annotation) and Nodes — the five the mix needs and,
+ * with `nodeCount` above five, cloud nodes (cloudNode) up to that count — written as JSON.
+ */
+export function writeClusterState(path: string, count: number, nodeCount = 5): void {
   const namespaces = baseNamespaces();
   for (let i = namespaces.length; i < count; i++) {
     const name = `app-${String(i).padStart(5, '0')}`;
@@ -131,6 +168,7 @@ export function writeClusterState(path: string, count: number): void {
     node('worker-1', {}),
     node('worker-2', {}),
   ];
+  for (let i = nodes.length; i < nodeCount; i++) nodes.push(cloudNode(i));
   writeFileSync(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...namespaces, ...nodes] }));
 }
 

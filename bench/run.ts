@@ -7,6 +7,10 @@
  *   npm run bench -- --skip-soak  everything but the soak
  *   npm run bench -- --quick      short runs, one round: to try the bench, not to quote
  *   npm run bench -- --no-profile no CPU profile when a target is missed
+ *   npm run bench -- --only worst only the worst-review section (bench/worst.ts, a few minutes
+ *                                 while the toleration merge is quadratic): replaces that
+ *                                 section of bench/RESULTS.md and leaves the rest as it is;
+ *                                 add --worst-filter <text> to run only the shapes naming it
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -23,6 +27,7 @@ import { summarizeProfile, type ProfileSummary } from './cpu-profile.js';
 import { LoadGenerator, type Measurement } from './load-client.js';
 import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload } from './payloads.js';
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
+import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -31,8 +36,13 @@ const { values: flags } = parseArgs({
     quick: { type: 'boolean', default: false },
     'no-build': { type: 'boolean', default: false },
     'no-profile': { type: 'boolean', default: false },
+    only: { type: 'string' },
+    'worst-filter': { type: 'string' },
   },
 });
+if (flags.only !== undefined && flags.only !== 'worst') {
+  throw new Error(`--only ${flags.only}: the only section that runs alone is "worst"`);
+}
 
 const root = new URL('..', import.meta.url).pathname;
 const quick = flags.quick;
@@ -172,6 +182,46 @@ async function main(): Promise<void> {
   }
   const dir = mkdtempSync(join(tmpdir(), 'tolerator-bench-'));
   const { certificate, clusterState, policies } = await prepare(dir);
+  /** The worst-review section: its lines, and its targets pushed. */
+  const worst = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const file = join(dir, 'cluster-state-worst.json');
+    writeClusterState(file, 10_000, 5_000);
+    const rows = await measureWorstReviews({
+      certificate,
+      clusterStateFile: file,
+      policiesDir: join(root, 'policies'),
+      warmup: mixPayloads(),
+      note,
+      ...(flags['worst-filter'] === undefined ? {} : { filter: flags['worst-filter'] }),
+    });
+    const slowest = rows.reduce((a, b) => (b.maxMs > a.maxMs ? b : a));
+    const heaviest = rows.reduce((a, b) => (b.heapAboveIdleMib > a.heapAboveIdleMib ? b : a));
+    targets.push({
+      name: 'the worst review',
+      goal: `< ${worstTargets.ms} ms, heap < ${worstTargets.heapMib} MiB above idle`,
+      measured: `slowest ${Math.round(slowest.maxMs).toLocaleString('en-US')} ms (${slowest.review.shape} ${slowest.review.path}); largest heap ${heaviest.heapAboveIdleMib.toFixed(1)} MiB (${heaviest.review.shape} ${heaviest.review.path})`,
+      met: slowest.maxMs < worstTargets.ms && heaviest.heapAboveIdleMib < worstTargets.heapMib,
+    });
+    const host = machine();
+    return worstSection(rows, [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+    ]);
+  };
+  if (flags.only === 'worst') {
+    try {
+      const section = await worst();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceWorstSection(readFileSync(file, 'utf8'), section));
+      note('replaced the worst-review section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   const state10 = clusterState(10);
   const shippedPolicies = join(root, 'policies');
   const mix = mixPayloads();
@@ -460,6 +510,12 @@ async function main(): Promise<void> {
         await stop(server);
       }
       table(['namespaces', 'file KiB', 'start to ready s', 'RSS idle MiB', 'RSS after load MiB', 'req/s @16', 'CPU/req µs', `p50 ms @${plan.fixedRate}/s`, `p99 ms @${plan.fixedRate}/s`], namespaceRows);
+    }
+
+    // ---- the worst review ----
+    if (!flags.soak) {
+      for (const line of await worst()) out(line);
+      out();
     }
 
     // ---- E: soak ----

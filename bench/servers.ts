@@ -5,7 +5,7 @@
  * memory (VmRSS) and CPU time.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,6 +28,21 @@ export interface ServerSpec {
   readonly clusterStateFile?: string;
   /** Write a V8 CPU profile into this directory when the server exits. */
   readonly cpuProfileDir?: string;
+  /**
+   * Run node with --trace-gc and keep the heap sizes it prints at each collection (RunningServer
+   * `gcEvents`): the heap only shrinks at a collection, so the largest size before one is the
+   * largest the heap reached. A flag of the process, nothing in the server's code.
+   */
+  readonly traceGc?: boolean;
+}
+
+/** One line of --trace-gc: heap in use before and after a collection, MB (10^6 bytes, as V8 prints them). */
+export interface GcEvent {
+  /** performance.now() of the bench when the line was read. */
+  readonly at: number;
+  readonly kind: string;
+  readonly beforeMb: number;
+  readonly afterMb: number;
 }
 
 export interface RunningServer {
@@ -37,6 +52,8 @@ export interface RunningServer {
   readonly url: string;
   /** Milliseconds from spawn to the first successful /readyz (or /healthz for the floor). */
   readonly startupMs: number;
+  /** With `traceGc`: every collection so far. */
+  readonly gcEvents: readonly GcEvent[];
   stop(): Promise<void>;
 }
 
@@ -70,6 +87,7 @@ function serverEnvironment(): NodeJS.ProcessEnv {
 export function commandFor(spec: ServerSpec, port: number, certificate: Certificate): string[] {
   const node = [process.execPath, '--enable-experimental-regexp-engine-on-excessive-backtracks'];
   if (spec.cpuProfileDir !== undefined) node.push('--cpu-prof', '--cpu-prof-dir', spec.cpuProfileDir);
+  if (spec.traceGc === true) node.push('--trace-gc');
   const tls = ['--port', String(port), '--bind-address', '127.0.0.1', '--tls-cert-file', certificate.certFile, '--tls-private-key-file', certificate.keyFile];
   if (spec.kind !== 'tolerator') {
     return [...node, '--import', 'tsx', 'bench/floor-server.ts', ...tls, ...(spec.kind === 'express-floor' ? ['--express'] : [])];
@@ -95,14 +113,29 @@ export async function startServer(spec: ServerSpec, certificate: Certificate): P
   const port = await freePort();
   const started = performance.now();
   // Standard output (one JSON log line per review at info) goes to /dev/null, as cheap for the
-  // server as a pipe a container runtime drains; standard error is kept for failures.
+  // server as a pipe a container runtime drains; standard error is kept for failures. With
+  // traceGc, standard output is read for V8's lines (the server then logs at warn: nothing else).
   const child = spawn('taskset', ['-c', serverCore, ...commandFor(spec, port, certificate)], {
     cwd: root,
     env: serverEnvironment(),
-    stdio: ['ignore', 'ignore', 'pipe'],
+    stdio: ['ignore', spec.traceGc === true ? 'pipe' : 'ignore', 'pipe'],
   });
+  const gcEvents: GcEvent[] = [];
+  if (spec.traceGc === true && child.stdout !== null) {
+    let pending = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      pending += chunk;
+      let newline;
+      while ((newline = pending.indexOf('\n')) !== -1) {
+        const event = parseGcLine(pending.slice(0, newline));
+        pending = pending.slice(newline + 1);
+        if (event !== undefined) gcEvents.push(event);
+      }
+    });
+  }
   let stderr = '';
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+  // Piped above (the stdio list is not a literal, so the type cannot say so).
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-8000);
   });
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
@@ -131,8 +164,18 @@ export async function startServer(spec: ServerSpec, certificate: Certificate): P
     port,
     url: `https://127.0.0.1:${port}`,
     startupMs,
+    gcEvents,
     stop: () => stopChild(child, exited),
   };
+}
+
+/** `[pid:0x…]  1234 ms: Mark-Compact 45.2 (60.1) -> 30.1 (62.0) MB, …` */
+const gcLine = /^\[\d+:0x[0-9a-f]+\]\s+[\d.]+ ms: ([A-Za-z-]+(?: \(reduce\))?) ([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB/;
+
+function parseGcLine(line: string): GcEvent | undefined {
+  const match = gcLine.exec(line);
+  if (match === null) return undefined;
+  return { at: performance.now(), kind: match[1] ?? '', beforeMb: Number(match[2]), afterMb: Number(match[4]) };
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {
@@ -219,9 +262,23 @@ export function checkAnswer(server: RunningServer, payload: Payload, certificate
 
 /** Resident memory of a process in bytes (VmRSS of /proc/<pid>/status). */
 export function residentBytes(pid: number): number {
+  return statusBytes(pid, 'VmRSS');
+}
+
+/** The most resident memory a process has had (VmHWM), since it started or since resetPeakResident. */
+export function peakResidentBytes(pid: number): number {
+  return statusBytes(pid, 'VmHWM');
+}
+
+/** Sets VmHWM back to the current VmRSS (writing 5 to /proc/<pid>/clear_refs, Linux 4.0 and later). */
+export function resetPeakResident(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
+function statusBytes(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const match = /^VmRSS:\s+(\d+)\s+kB$/m.exec(status);
-  if (match?.[1] === undefined) throw new Error(`no VmRSS for pid ${pid}`);
+  const match = new RegExp(`^${field}:\\s+(\\d+)\\s+kB$`, 'm').exec(status);
+  if (match?.[1] === undefined) throw new Error(`no ${field} for pid ${pid}`);
   return Number(match[1]) * 1024;
 }
 

@@ -3,8 +3,10 @@
  * a Gt/Lt toleration on a taint whose node values are not integers (it can never match), and a
  * pod that fits no current node (it would stay Pending with no error). Validating side, pod
  * CREATE only, and only when nodes are known: offline, with no node list, it says nothing.
+ * The work is bounded by a fixed budget (schedulingWarningsBudget, derived where it is defined):
+ * past it the warning says how many nodes were checked and that it stopped early.
  */
-import { schedulingWarnings } from '../scheduling/scheduling-warnings.js';
+import { schedulingWarnings, schedulingWarningsBudget } from '../scheduling/scheduling-warnings.js';
 import { isPodRequest, type ValidatingPlugin } from './plugin.js';
 
 export function createSchedulingWarnings(): ValidatingPlugin {
@@ -16,7 +18,7 @@ export function createSchedulingWarnings(): ValidatingPlugin {
       if (nodes.length === 0) {
         return {};
       }
-      const warnings = schedulingWarnings(object, nodes, context.gates);
+      const warnings = schedulingWarnings(object, nodes, context.gates, undefined, schedulingWarningsBudget);
       return warnings.length === 0 ? {} : { warnings };
     },
   } satisfies ValidatingPlugin;

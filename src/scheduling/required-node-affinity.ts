@@ -100,38 +100,50 @@ export function termFailure(term: NodeSelectorTerm, node: Node): string | undefi
 }
 
 /** labels.NewRequirement's checks, in its order: key, then operator and value count, then values. */
-function labelRequirementErrors(requirement: NodeSelectorRequirement): string[] {
-  const errors = isQualifiedName(requirement.key).map((message) => `key ${JSON.stringify(requirement.key)}: ${message}`);
+export function labelRequirementErrors(requirement: NodeSelectorRequirement): string[] {
+  const errors: string[] = [];
+  visitLabelRequirementErrors(requirement, (error) => errors.push(error()));
+  return errors;
+}
+
+/**
+ * The same checks, each problem reported as a function that builds its message. A caller that
+ * needs only the first message and a count (./compiled-node-affinity.ts) then never builds the
+ * others, which would quote every bad value of a list that may hold a hundred thousand.
+ */
+export function visitLabelRequirementErrors(requirement: NodeSelectorRequirement, report: (error: () => string) => void): void {
+  // The object shape check lets an absent key through; Go reads it as "", which is no valid key.
+  const key = (requirement.key as string | undefined) ?? '';
+  for (const message of isQualifiedName(key)) report(() => `key ${JSON.stringify(key)}: ${message}`);
   const values = requirement.values ?? [];
   switch (requirement.operator) {
     case 'In':
     case 'NotIn':
-      if (values.length === 0) errors.push("for 'in', 'notin' operators, values set can't be empty");
+      if (values.length === 0) report(() => "for 'in', 'notin' operators, values set can't be empty");
       break;
     case 'Exists':
     case 'DoesNotExist':
-      if (values.length !== 0) errors.push('values set must be empty for exists and does not exist');
+      if (values.length !== 0) report(() => 'values set must be empty for exists and does not exist');
       break;
     case 'Gt':
     case 'Lt':
-      if (values.length !== 1) errors.push("for 'Gt', 'Lt' operators, exactly one value is required");
+      if (values.length !== 1) report(() => "for 'Gt', 'Lt' operators, exactly one value is required");
       for (const value of values) {
-        if (parseInt64(value).value === undefined) errors.push(`${JSON.stringify(value)}: for 'Gt', 'Lt' operators, the value must be an integer`);
+        if (parseInt64(value).value === undefined) report(() => `${JSON.stringify(value)}: for 'Gt', 'Lt' operators, the value must be an integer`);
       }
       break;
     default:
-      errors.push(`operator ${JSON.stringify(requirement.operator)} is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`);
+      report(() => `operator ${JSON.stringify(requirement.operator)} is not one of In, NotIn, Exists, DoesNotExist, Gt, Lt`);
   }
   for (const value of values) {
     for (const message of isValidLabelValue(value)) {
-      errors.push(`value ${JSON.stringify(value)}: ${message}`);
+      report(() => `value ${JSON.stringify(value)}: ${message}`);
     }
   }
-  return errors;
 }
 
 /** nodeSelectorRequirementsAsFieldSelector: In or NotIn with exactly one value, nothing else. */
-function fieldRequirementErrors(requirement: NodeSelectorRequirement): string[] {
+export function fieldRequirementErrors(requirement: NodeSelectorRequirement): string[] {
   if (requirement.operator !== 'In' && requirement.operator !== 'NotIn') {
     return [`operator ${JSON.stringify(requirement.operator)} is not one of In, NotIn`];
   }

@@ -1,0 +1,199 @@
+/**
+ * The worst review (`npm run bench -- --only worst`, and a section of the full run): each review
+ * of bench/worst-reviews.ts against the built server (dist/, as the rest of the bench), in a
+ * cluster of 5,000 nodes and 10,000 namespaces with the shipped policies, one request at a time.
+ *
+ * - Time: from the client, on one keep-alive connection with nothing else in flight — the time
+ *   from writing the request to reading the last byte of the answer, so it includes sending a few
+ *   MiB over loopback TLS. A warm-up send first, then up to five timed ones (fewer when one
+ *   takes seconds); p50 and max of the timed ones (the warm-up's time too when it is the only one).
+ * - Heap: the server runs with --trace-gc (bench/servers.ts): the V8 heap only shrinks at a
+ *   collection, so the largest "before" size of a collection while the review is answered is the
+ *   largest the heap reached. Above idle: minus the heap after the last collection before the
+ *   review (the live set of a warmed-up server). No code in the server changes for this.
+ * - RSS: VmHWM after resetting it (/proc/<pid>/clear_refs) just before the review, minus VmRSS at
+ *   that moment: what the process took from the machine, body buffers and all (an upper bound of
+ *   the heap's share, and what a memory limit counts).
+ *
+ * A fresh server per review, so that one review's heap (or one that takes a minute) does not
+ * shape the next one's numbers.
+ */
+import { request as httpsRequest, Agent } from 'node:https';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Payload } from './payloads.js';
+import { checkAnswer, peakResidentBytes, residentBytes, resetPeakResident, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
+import { maxObjectBytes, worstReviews, type WorstReview } from './worst-reviews.js';
+
+/** The targets: kube-apiserver's webhook timeout is seconds, but one review holds the only event loop. */
+export const worstTargets = { ms: 250, heapMib: 64 } as const;
+
+export interface WorstRow {
+  readonly review: WorstReview;
+  readonly bodyBytes: number;
+  readonly sends: number;
+  readonly p50Ms: number;
+  readonly maxMs: number;
+  readonly heapAboveIdleMib: number;
+  readonly rssAboveIdleMib: number;
+  readonly answer: string;
+}
+
+export interface WorstContext {
+  readonly certificate: Certificate;
+  /** A cluster state of 5,000 nodes and 10,000 namespaces. */
+  readonly clusterStateFile: string;
+  readonly policiesDir: string;
+  /** Small reviews to warm the server up with before each worst one. */
+  readonly warmup: readonly Payload[];
+  readonly note: (text: string) => void;
+  /** Only the reviews whose shape contains this text. */
+  readonly filter?: string;
+}
+
+/** V8 prints MB of 10^6 bytes; the tables speak MiB. */
+const mbToMib = 1e6 / 1024 / 1024;
+
+export async function measureWorstReviews(context: WorstContext): Promise<WorstRow[]> {
+  const rows: WorstRow[] = [];
+  for (const review of worstReviews()) {
+    if (context.filter !== undefined && !review.shape.includes(context.filter)) continue;
+    const spec: ServerSpec = {
+      label: `worst: ${review.shape} ${review.path}`,
+      kind: 'tolerator',
+      logLevel: 'warn',
+      policiesDir: context.policiesDir,
+      clusterStateFile: context.clusterStateFile,
+      traceGc: true,
+    };
+    context.note(`starting ${spec.label}`);
+    const server = await startServer(spec, context.certificate);
+    try {
+      rows.push(await measureOne(server, review, context));
+    } finally {
+      await server.stop();
+    }
+  }
+  return rows;
+}
+
+async function measureOne(server: RunningServer, review: WorstReview, context: WorstContext): Promise<WorstRow> {
+  for (let i = 0; i < 20; i++) for (const payload of context.warmup) await checkAnswer(server, payload, context.certificate);
+  await sleep(200);
+  const body = review.build();
+  const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: context.certificate.ca });
+  try {
+    const idleGc = server.gcEvents.at(-1);
+    const idleRss = residentBytes(server.pid);
+    resetPeakResident(server.pid);
+    const started = performance.now();
+    const first = await send(server, agent, review, body);
+    const times: number[] = [];
+    // Five timed sends; fewer when one takes seconds (the quadratic ones take minutes).
+    const timed = first.ms < 2_000 ? 5 : first.ms < 20_000 ? 1 : 0;
+    context.note(`${review.shape} ${review.path}: ${Math.round(first.ms)} ms, ${timed} more`);
+    for (let i = 0; i < timed; i++) times.push((await send(server, agent, review, body)).ms);
+    if (times.length === 0) times.push(first.ms);
+    // The last collection of the last send may come a moment after its answer.
+    await sleep(300);
+    const during = server.gcEvents.filter((event) => event.at >= started);
+    const peakHeapMb = Math.max(idleGc?.afterMb ?? 0, ...during.map((event) => event.beforeMb));
+    const sorted = [...times].sort((a, b) => a - b);
+    return {
+      review,
+      bodyBytes: Buffer.byteLength(body),
+      sends: times.length,
+      p50Ms: sorted[Math.floor((sorted.length - 1) / 2)] ?? Number.NaN,
+      maxMs: sorted.at(-1) ?? Number.NaN,
+      heapAboveIdleMib: (peakHeapMb - (idleGc?.afterMb ?? 0)) * mbToMib,
+      rssAboveIdleMib: (peakResidentBytes(server.pid) - idleRss) / 1024 / 1024,
+      answer: first.answer,
+    };
+  } finally {
+    agent.destroy();
+  }
+}
+
+/** One review on the agent's single keep-alive connection; the answer summarised for the table. */
+function send(server: RunningServer, agent: Agent, review: WorstReview, body: string): Promise<{ ms: number; answer: string }> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const req = httpsRequest(
+      {
+        host: '127.0.0.1',
+        port: server.port,
+        path: review.path,
+        method: 'POST',
+        agent,
+        servername: 'localhost',
+        timeout: 600_000,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          const ms = performance.now() - started;
+          const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode !== 200) {
+            reject(new Error(`${review.shape} ${review.path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
+            return;
+          }
+          const response = (JSON.parse(text) as { response?: { allowed?: boolean; warnings?: string[]; patch?: string } }).response;
+          const allowed = response?.allowed === true;
+          const warnings = response?.warnings?.length ?? 0;
+          const patch = response?.patch === undefined ? 0 : Buffer.byteLength(response.patch, 'base64');
+          const answer = [
+            allowed ? 'allowed' : 'denied',
+            ...(patch > 0 ? [`patch ${kib(patch)}`] : []),
+            ...(warnings > 0 ? [`${warnings} warning${warnings === 1 ? '' : 's'}`] : []),
+            `answer ${kib(Buffer.byteLength(text))}`,
+          ];
+          resolve({ ms, answer: answer.join(', ') });
+        });
+      },
+    );
+    req.on('timeout', () => {
+      req.destroy(new Error(`${review.shape} ${review.path}: no answer within 600 s`));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+function kib(bytes: number): string {
+  return bytes < 1024 ? `${bytes} B` : `${(bytes / 1024).toFixed(0)} KiB`;
+}
+
+/** The section of bench/RESULTS.md, between markers so that `--only worst` can replace it alone. */
+export function worstSection(rows: readonly WorstRow[], header: readonly string[]): string[] {
+  const lines: string[] = [worstBegin, '## The worst review', ''];
+  lines.push(...header, '');
+  lines.push(
+    `Each review on its own fresh server (5,000 nodes, 10,000 namespaces, the shipped policies; tenant namespace \`ml\`, group \`gpu\`), one request at a time on one keep-alive connection. Objects up to ${maxObjectBytes / 1024 / 1024} MiB (kube-apiserver's MaxRequestBodyBytes); the UPDATE carries two. Time from the client: writing the request to the answer's last byte, TLS over loopback included. Heap: V8's heap in use (\`--trace-gc\`: the largest size before any collection while the review is answered) above its size after the last collection before it. RSS: VmHWM (reset just before) above VmRSS then. Targets: under ${worstTargets.ms} ms, heap under ${worstTargets.heapMib} MiB above idle.`,
+    '',
+  );
+  lines.push('| review | webhook | body MiB | sends | p50 ms | max ms | heap above idle MiB | RSS above idle MiB | answer | met |');
+  lines.push('| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |');
+  for (const row of rows) {
+    const met = row.maxMs < worstTargets.ms && row.heapAboveIdleMib < worstTargets.heapMib;
+    lines.push(
+      `| ${row.review.shape} | ${row.review.path}${row.review.operation === 'UPDATE' ? ' (UPDATE)' : ''} | ${(row.bodyBytes / 1024 / 1024).toFixed(2)} | ${row.sends} | ${Math.round(row.p50Ms).toLocaleString('en-US')} | ${Math.round(row.maxMs).toLocaleString('en-US')} | ${row.heapAboveIdleMib.toFixed(1)} | ${row.rssAboveIdleMib.toFixed(1)} | ${row.answer} | ${met ? 'yes' : '**no**'} |`,
+    );
+  }
+  lines.push('', worstEnd);
+  return lines;
+}
+
+export const worstBegin = '<!-- worst-review: written by `npm run bench -- --only worst` -->';
+export const worstEnd = '<!-- /worst-review -->';
+
+/** `text` with its worst-review section replaced by `section` (or `section` put before the targets, or at the end). */
+export function spliceWorstSection(text: string, section: readonly string[]): string {
+  const joined = section.join('\n');
+  const begin = text.indexOf(worstBegin);
+  const end = text.indexOf(worstEnd);
+  if (begin !== -1 && end > begin) return `${text.slice(0, begin)}${joined}${text.slice(end + worstEnd.length)}`;
+  const targets = text.indexOf('\n## Targets');
+  if (targets !== -1) return `${text.slice(0, targets + 1)}${joined}\n\n${text.slice(targets + 1)}`;
+  return `${text.trimEnd()}\n\n${joined}\n`;
+}

@@ -1,0 +1,495 @@
+/**
+ * The scheduler's NodeAffinity filter (./required-node-affinity.ts states its rules) for one pod
+ * against many nodes: the pod's `nodeSelector` and required terms are read and checked once, into
+ * indexes, so that each node then costs O(its labels + the index entries its labels reach) rather
+ * than O(the pod's terms × expressions × values). matchRequiredNodeAffinity stays the plain
+ * transcription of upstream; this file must agree with it, which
+ * test/scheduling/compiled-placement.test.ts checks on generated pods and nodes.
+ *
+ * How a node is matched against all terms at once. A term is a conjunction; sort its requirements
+ * into positive ones (In, Exists, Gt, Lt, a field In: each needs the node to have something) and
+ * negative ones (NotIn, DoesNotExist, a field NotIn: each is broken only by what the node has).
+ * Index both by label key (and value). For a node, every label looks up the negative entries it
+ * breaks (marking those terms broken), then the positive entries it satisfies (counting them per
+ * term). A term matches when it is not broken and its count reaches its number of positive
+ * requirements — a term with none matches unless broken. Nothing is visited for a requirement the
+ * node's labels do not reach, which is what makes a term list of any length cheap per node.
+ *
+ * Every step is paid for from the WorkBudget; a method answers `undefined` when it ran out.
+ */
+import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
+import { parseInt64 } from '../tolerations/numeric.js';
+import { fieldRequirementErrors, visitLabelRequirementErrors } from './required-node-affinity.js';
+import { clip, listValues, maxReasonChars } from './warning-text.js';
+import type { WorkBudget } from './work-budget.js';
+
+type LabelOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+
+interface LabelRequirement {
+  readonly source: NodeSelectorRequirement;
+  readonly operator: LabelOperator;
+  readonly key: string;
+  /** Gt, Lt: the bound (a term only parses when it is an int64). */
+  readonly bound: bigint;
+  /** Its number in the index, set when the term is indexed (In and NotIn look their values up there). */
+  id: number;
+}
+
+interface FieldRequirement {
+  readonly source: NodeSelectorRequirement;
+  readonly operator: 'In' | 'NotIn';
+  readonly key: string;
+  readonly value: string;
+}
+
+interface CompiledTerm {
+  /** Set for a term that matches no node whatever the node (empty, or does not parse): why, after `nodeSelectorTerms[i]`. */
+  readonly failure?: string;
+  readonly expressions: readonly LabelRequirement[];
+  readonly fields: readonly FieldRequirement[];
+}
+
+/**
+ * The ids of the requirements a value reaches, in ascending order: one number for the usual single
+ * requirement (a hundred thousand values then cost no array each), a list for more.
+ */
+type Ids = number | number[];
+
+/** Index entries of one label key: requirement ids. */
+interface KeyEntries {
+  readonly inByValue: Map<string, Ids>;
+  readonly notInByValue: Map<string, Ids>;
+  readonly exists: number[];
+  readonly doesNotExist: number[];
+  /** Gt requirements by ascending bound (a label passes a prefix), Lt by descending. */
+  readonly gt: { bound: bigint; id: number }[];
+  readonly lt: { bound: bigint; id: number }[];
+}
+
+/** What a failed check reads as when the budget ran out before it could be explained. */
+export const unexplained = 'not explained: the webhook stopped early (work limit)';
+
+export interface CompiledNodeAffinity {
+  /** matchRequiredNodeAffinity(spec, node).matches, or undefined when the budget ran out. */
+  matches(node: Node, budget: WorkBudget): boolean | undefined;
+  /**
+   * matchRequiredNodeAffinity(spec, node).reasons[0], with long strings clipped and at most
+   * maxReasonChars of term failures; undefined when the node matches; `unexplained` when the
+   * budget ran out.
+   */
+  firstReason(node: Node, budget: WorkBudget): string | undefined;
+}
+
+const nodeNameField = 'metadata.name';
+
+export function compileNodeAffinity(spec: PodSpec): CompiledNodeAffinity {
+  const selector = compileNodeSelector(spec.nodeSelector ?? {});
+  const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
+  if (required === undefined) {
+    return {
+      matches: (node, budget) => selector.matches(labelsOf(node), budget),
+      firstReason: (node, budget) => selector.firstFailure(labelsOf(node), budget),
+    };
+  }
+  // A hand-written manifest may omit the list the API would require; it then matches no node, as an empty list.
+  const listed: unknown = required.nodeSelectorTerms;
+  const terms = (Array.isArray(listed) ? (listed as NodeSelectorTerm[]) : []).map(compileTerm);
+  const index = indexTerms(terms);
+  return {
+    matches(node, budget) {
+      const labels = labelsOf(node);
+      const selected = selector.matches(labels, budget);
+      if (selected !== true) return selected;
+      return index.matches(node, labels, budget);
+    },
+    firstReason(node, budget) {
+      const labels = labelsOf(node);
+      const selected = selector.firstFailure(labels, budget);
+      if (selected !== undefined) return selected;
+      if (terms.length === 0) return 'required node affinity has no nodeSelectorTerms, so it matches no node';
+      const matched = index.matches(node, labels, budget);
+      if (matched === undefined) return unexplained;
+      if (matched) return undefined;
+      const which = terms.length === 1 ? '' : ` matches none of its ${terms.length} terms (ORed)`;
+      let reason = `required node affinity${which}: `;
+      for (const [i, term] of terms.entries()) {
+        const failure = index.failure(term, node, labels, budget);
+        if (failure === null) return unexplained;
+        // The index said no term matches; a term that does match here would be a disagreement, and
+        // the plain evaluation, which is upstream's, decides.
+        if (failure === undefined) return undefined;
+        const part = `${i === 0 ? '' : '; '}nodeSelectorTerms[${i}]${failure}`;
+        if (i > 0 && reason.length + part.length > maxReasonChars) {
+          return `${reason}; …(${terms.length - i} more terms)`;
+        }
+        reason += part;
+      }
+      return reason;
+    },
+  };
+}
+
+function labelsOf(node: Node): Readonly<Record<string, string>> {
+  return node.metadata.labels ?? {};
+}
+
+// ---- nodeSelector ------------------------------------------------------------------------------
+
+interface CompiledSelector {
+  matches(labels: Readonly<Record<string, string>>, budget: WorkBudget): boolean | undefined;
+  firstFailure(labels: Readonly<Record<string, string>>, budget: WorkBudget): string | undefined;
+}
+
+/**
+ * labels.SelectorFromSet: every key present with exactly that value. Counting the node's labels
+ * that satisfy an entry answers "all satisfied?" in O(labels); the first entry (in the
+ * nodeSelector's order) that is not satisfied is the smallest index missing from that count.
+ */
+function compileNodeSelector(nodeSelector: Readonly<Record<string, string>>): CompiledSelector {
+  const entries = Object.entries(nodeSelector);
+  const byKey = new Map(entries.map(([key, value], index) => [key, { value, index }]));
+  const satisfied = (labels: Readonly<Record<string, string>>, budget: WorkBudget): number[] | undefined => {
+    if (entries.length === 0) return [];
+    const keys = Object.keys(labels);
+    if (!budget.take(keys.length)) return undefined;
+    const found: number[] = [];
+    for (const key of keys) {
+      const entry = byKey.get(key);
+      if (entry !== undefined && entry.value === labels[key]) found.push(entry.index);
+    }
+    return found;
+  };
+  return {
+    matches(labels, budget) {
+      const found = satisfied(labels, budget);
+      return found === undefined ? undefined : found.length === entries.length;
+    },
+    firstFailure(labels, budget) {
+      const found = satisfied(labels, budget);
+      if (found === undefined) return unexplained;
+      if (found.length === entries.length) return undefined;
+      found.sort((a, b) => a - b);
+      let first = found.length;
+      for (const [i, index] of found.entries()) {
+        if (index !== i) {
+          first = i;
+          break;
+        }
+      }
+      const [key, value] = entries[first] ?? ['', ''];
+      const has = Object.hasOwn(labels, key) ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}` : `the node does not have ${clip(key)}`;
+      return `spec.nodeSelector requires the label ${clip(key)}=${clip(value)}; ${has}`;
+    },
+  };
+}
+
+// ---- required terms ----------------------------------------------------------------------------
+
+function compileTerm(term: NodeSelectorTerm): CompiledTerm {
+  const expressions = term.matchExpressions ?? [];
+  const fields = term.matchFields ?? [];
+  if (expressions.length === 0 && fields.length === 0) {
+    return { failure: ': an empty term matches no node', expressions: [], fields: [] };
+  }
+  // Parse errors are checked for the whole term first: upstream skips a term that does not parse.
+  // Only the first message is built; the others are counted.
+  let first: (() => string) | undefined;
+  let firstPath = '';
+  let problems = 0;
+  for (const [i, requirement] of expressions.entries()) {
+    visitLabelRequirementErrors(requirement, (error) => {
+      if (first === undefined) {
+        first = error;
+        firstPath = `.matchExpressions[${i}]`;
+      }
+      problems++;
+    });
+  }
+  for (const [i, requirement] of fields.entries()) {
+    for (const error of fieldRequirementErrors(requirement)) {
+      if (first === undefined) {
+        first = () => error;
+        firstPath = `.matchFields[${i}]`;
+      }
+      problems++;
+    }
+  }
+  if (first !== undefined) {
+    const more = problems > 1 ? ` (and ${problems - 1} more problems)` : '';
+    // Half a reason for the message (which may quote a long value), the rest for the path and count.
+    return { failure: `${firstPath} is invalid: ${clip(first(), maxReasonChars / 2)}${more}; a term that does not parse matches no node`, expressions: [], fields: [] };
+  }
+  return {
+    expressions: expressions.map((source) => ({
+      source,
+      operator: source.operator as LabelOperator,
+      key: source.key,
+      bound: source.operator === 'Gt' || source.operator === 'Lt' ? (parseInt64(source.values?.[0] ?? '').value ?? 0n) : 0n,
+      id: -1,
+    })),
+    fields: fields.map((source) => ({ source, operator: source.operator as 'In' | 'NotIn', key: source.key, value: source.values?.[0] ?? '' })),
+  };
+}
+
+/** extractNodeFields: a node has one selectable field, metadata.name; any other reads as "". */
+function fieldValue(node: Node, key: string): string {
+  return key === nodeNameField ? node.metadata.name : '';
+}
+
+function fieldHolds(requirement: FieldRequirement, node: Node): boolean {
+  const actual = fieldValue(node, requirement.key);
+  return requirement.operator === 'In' ? actual === requirement.value : actual !== requirement.value;
+}
+
+/** describeRequirement, with the key, operator and values clipped. */
+function describe(requirement: NodeSelectorRequirement): string {
+  const values = requirement.values === undefined || requirement.values.length === 0 ? '' : ` [${listValues(requirement.values)}]`;
+  return `(${clip(requirement.key)} ${clip(requirement.operator)}${values})`;
+}
+
+function includes(ids: Ids | undefined, id: number): boolean {
+  if (ids === undefined) return false;
+  if (typeof ids === 'number') return ids === id;
+  // Ascending: ids are handed out in order and each requirement adds its own at once.
+  let low = 0;
+  let high = ids.length;
+  while (low < high) {
+    const middle = (low + high) >>> 1;
+    const at = ids[middle] ?? Infinity;
+    if (at === id) return true;
+    if (at < id) low = middle + 1;
+    else high = middle;
+  }
+  return false;
+}
+
+function forEachId(ids: Ids | undefined, visit: (id: number) => void): void {
+  if (ids === undefined) return;
+  if (typeof ids === 'number') visit(ids);
+  else for (const id of ids) visit(id);
+}
+
+function countOf(ids: Ids | undefined): number {
+  return ids === undefined ? 0 : typeof ids === 'number' ? 1 : ids.length;
+}
+
+interface TermIndex {
+  matches(node: Node, labels: Readonly<Record<string, string>>, budget: WorkBudget): boolean | undefined;
+  /**
+   * termFailure of ./required-node-affinity.ts on a compiled term: why it does not match (after
+   * `nodeSelectorTerms[i]`), undefined when it matches, null when the budget ran out. Pays one
+   * unit per requirement looked at.
+   */
+  failure(term: CompiledTerm, node: Node, labels: Readonly<Record<string, string>>, budget: WorkBudget): string | undefined | null;
+}
+
+function indexTerms(terms: readonly CompiledTerm[]): TermIndex {
+  const byKey = new Map<string, KeyEntries>();
+  const entriesFor = (key: string): KeyEntries => {
+    let entries = byKey.get(key);
+    if (entries === undefined) {
+      entries = { inByValue: new Map(), notInByValue: new Map(), exists: [], doesNotExist: [], gt: [], lt: [] };
+      byKey.set(key, entries);
+    }
+    return entries;
+  };
+  const add = (map: Map<string, Ids>, value: string, id: number): void => {
+    const ids = map.get(value);
+    if (ids === undefined) map.set(value, id);
+    else if (typeof ids === 'number') {
+      // The same value twice in one requirement reaches it once.
+      if (ids !== id) map.set(value, [ids, id]);
+    } else if (ids.at(-1) !== id) ids.push(id);
+  };
+  const nameIn = new Map<string, Ids>();
+  const nameNotIn = new Map<string, Ids>();
+  /** Per requirement id: its term. */
+  const termOf: number[] = [];
+  /** Per term: how many positive requirements it has; -1 for a term that can match no node. */
+  const positives: number[] = [];
+
+  for (const [termId, term] of terms.entries()) {
+    // A field other than metadata.name reads "" on every node: its requirement is settled here.
+    // One that never holds makes the term match no node.
+    const settled = term.fields.filter((field) => field.key !== nodeNameField);
+    const live = term.failure === undefined && !settled.some((field) => (field.operator === 'In' ? field.value !== '' : field.value === ''));
+    let count = 0;
+    for (const requirement of term.expressions) {
+      const id = termOf.length;
+      termOf.push(termId);
+      requirement.id = id;
+      const entries = entriesFor(requirement.key);
+      // In and NotIn values are indexed even for a term that cannot match: its reason looks them up.
+      switch (requirement.operator) {
+        case 'In':
+          for (const value of requirement.source.values ?? []) add(entries.inByValue, value, id);
+          count++;
+          break;
+        case 'NotIn':
+          for (const value of requirement.source.values ?? []) add(entries.notInByValue, value, id);
+          break;
+        case 'Exists':
+          if (live) entries.exists.push(id);
+          count++;
+          break;
+        case 'DoesNotExist':
+          if (live) entries.doesNotExist.push(id);
+          break;
+        case 'Gt':
+          if (live) entries.gt.push({ bound: requirement.bound, id });
+          count++;
+          break;
+        case 'Lt':
+          if (live) entries.lt.push({ bound: requirement.bound, id });
+          count++;
+          break;
+      }
+    }
+    for (const field of term.fields) {
+      if (field.key !== nodeNameField || !live) continue;
+      const id = termOf.length;
+      termOf.push(termId);
+      if (field.operator === 'In') {
+        add(nameIn, field.value, id);
+        count++;
+      } else {
+        add(nameNotIn, field.value, id);
+      }
+    }
+    positives.push(live ? count : -1);
+  }
+  for (const entries of byKey.values()) {
+    entries.gt.sort((a, b) => (a.bound < b.bound ? -1 : a.bound > b.bound ? 1 : 0));
+    entries.lt.sort((a, b) => (a.bound > b.bound ? -1 : a.bound < b.bound ? 1 : 0));
+  }
+  const anyLive = positives.some((count) => count >= 0);
+  const withoutPositives = positives.filter((count) => count === 0).length;
+
+  // Per-node scratch, reused: an entry is current only when its stamp is this node's.
+  const counted = new Int32Array(terms.length);
+  const counts = new Int32Array(terms.length);
+  const broken = new Int32Array(terms.length);
+  let stamp = 0;
+
+  /** labels.Requirement.Matches, on a requirement that parsed. */
+  const holds = (requirement: LabelRequirement, labels: Readonly<Record<string, string>>): boolean => {
+    const present = Object.hasOwn(labels, requirement.key);
+    const value = labels[requirement.key] ?? '';
+    switch (requirement.operator) {
+      case 'In':
+        return present && includes(byKey.get(requirement.key)?.inByValue.get(value), requirement.id);
+      case 'NotIn':
+        // A node without the label satisfies NotIn.
+        return !present || !includes(byKey.get(requirement.key)?.notInByValue.get(value), requirement.id);
+      case 'Exists':
+        return present;
+      case 'DoesNotExist':
+        return !present;
+      case 'Gt':
+      case 'Lt': {
+        // Both sides go through strconv.ParseInt(s, 10, 64): a label that does not parse never matches.
+        const label = present ? parseInt64(value).value : undefined;
+        if (label === undefined) return false;
+        return requirement.operator === 'Gt' ? label > requirement.bound : label < requirement.bound;
+      }
+    }
+  };
+
+  return {
+    failure(term, node, labels, budget) {
+      if (term.failure !== undefined) return term.failure;
+      for (const [i, requirement] of term.expressions.entries()) {
+        if (!budget.take(1)) return null;
+        if (!holds(requirement, labels)) {
+          const key = requirement.key;
+          const actual = Object.hasOwn(labels, key) ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}` : `the node does not have ${clip(key)}`;
+          return `.matchExpressions[${i}] ${describe(requirement.source)}: ${actual}`;
+        }
+      }
+      for (const [i, requirement] of term.fields.entries()) {
+        if (!budget.take(1)) return null;
+        if (!fieldHolds(requirement, node)) {
+          return `.matchFields[${i}] ${describe(requirement.source)}: the node's ${clip(requirement.key)} is "${clip(fieldValue(node, requirement.key))}"`;
+        }
+      }
+      return undefined;
+    },
+
+    matches(node, labels, budget) {
+      if (!anyLive) return false;
+      stamp++;
+      const current = stamp;
+      let brokenWithoutPositives = 0;
+      const breakTerm = (id: number): void => {
+        const term = termOf[id] ?? 0;
+        if (broken[term] === current) return;
+        broken[term] = current;
+        if (positives[term] === 0) brokenWithoutPositives++;
+      };
+      const breakAll = (ids: Ids | undefined): boolean => {
+        if (!budget.take(countOf(ids))) return false;
+        forEachId(ids, breakTerm);
+        return true;
+      };
+      /** Counts one satisfied positive requirement; true when that completes an unbroken term. */
+      const satisfy = (id: number): boolean => {
+        const term = termOf[id] ?? 0;
+        if (broken[term] === current) return false;
+        if (counted[term] !== current) {
+          counted[term] = current;
+          counts[term] = 0;
+        }
+        const count = (counts[term] ?? 0) + 1;
+        counts[term] = count;
+        return count === positives[term];
+      };
+      /** 'found' when some term is complete, 'out' when the budget ran out. */
+      const satisfyAll = (ids: Ids | undefined): 'found' | 'more' | 'out' => {
+        if (!budget.take(countOf(ids))) return 'out';
+        if (ids === undefined) return 'more';
+        let found = false;
+        for (const id of typeof ids === 'number' ? [ids] : ids) found = satisfy(id) || found;
+        return found ? 'found' : 'more';
+      };
+
+      const keys = Object.keys(labels);
+      // Two passes over the labels: everything that breaks a term first, so that a term counted
+      // complete in the second pass is known to match.
+      if (!budget.take(2 * keys.length + 2)) return undefined;
+      if (!breakAll(nameNotIn.get(node.metadata.name))) return undefined;
+      for (const key of keys) {
+        const entries = byKey.get(key);
+        if (entries === undefined) continue;
+        if (!breakAll(entries.doesNotExist) || !breakAll(entries.notInByValue.get(labels[key] ?? ''))) return undefined;
+      }
+      if (withoutPositives - brokenWithoutPositives > 0) return true;
+      const byName = satisfyAll(nameIn.get(node.metadata.name));
+      if (byName !== 'more') return byName === 'found' ? true : undefined;
+      for (const key of keys) {
+        const entries = byKey.get(key);
+        if (entries === undefined) continue;
+        const value = labels[key] ?? '';
+        for (const ids of [entries.exists, entries.inByValue.get(value)]) {
+          const outcome = satisfyAll(ids);
+          if (outcome !== 'more') return outcome === 'found' ? true : undefined;
+        }
+        if (entries.gt.length > 0 || entries.lt.length > 0) {
+          const label = parseInt64(value).value;
+          if (label === undefined) continue;
+          // Gt holds for a label strictly above the bound, Lt strictly below: a prefix of each sorted list.
+          for (const { bound, id } of entries.gt) {
+            if (!(label > bound)) break;
+            if (!budget.take(1)) return undefined;
+            if (satisfy(id)) return true;
+          }
+          for (const { bound, id } of entries.lt) {
+            if (!(label < bound)) break;
+            if (!budget.take(1)) return undefined;
+            if (satisfy(id)) return true;
+          }
+        }
+      }
+      return false;
+    },
+  };
+}

@@ -1,0 +1,105 @@
+/**
+ * evaluatePlacement (./placement.ts) for one pod against many nodes, in the two forms
+ * SchedulingWarnings needs: `fits` (its `schedulable`) and `firstReason` (its `reasons[0]`, with
+ * long strings clipped). The pod is read once — tolerations indexed (./toleration-index.ts),
+ * nodeSelector and required terms compiled (./compiled-node-affinity.ts) — so a node costs
+ * O(its labels + taints), paid from a WorkBudget, whatever the size of the pod.
+ *
+ * Only the scheduling judgement is compiled (not `running`, which only `tolerator simulate`
+ * asks for, one node listing at a time). evaluatePlacement remains the plain transcription of
+ * upstream's rules; test/scheduling/compiled-placement.test.ts checks that the two agree.
+ */
+import type { Node, Pod, Taint } from '../api/types.js';
+import { TaintKey } from '../api/types.js';
+import type { ComparisonOperatorGate } from '../tolerations/matching.js';
+import { compileNodeAffinity, unexplained } from './compiled-node-affinity.js';
+import { describeTaint } from './noexecute-eviction.js';
+import { indexTolerations } from './toleration-index.js';
+import { clip, maxReasonChars } from './warning-text.js';
+import type { WorkBudget } from './work-budget.js';
+
+export { unexplained } from './compiled-node-affinity.js';
+
+export interface CompiledPlacement {
+  /** evaluatePlacement(pod, node, gates).schedulable; undefined when the budget ran out first. */
+  fits(node: Node, budget: WorkBudget): boolean | undefined;
+  /**
+   * evaluatePlacement(pod, node, gates).reasons[0] for a node that does not fit (clipped to
+   * maxReasonChars); `unexplained` when the budget ran out first.
+   */
+  firstReason(node: Node, budget: WorkBudget): string;
+}
+
+const unschedulableTaint: Taint = { key: TaintKey.NodeUnschedulable, effect: 'NoSchedule' };
+
+export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate): CompiledPlacement {
+  const spec = pod.spec ?? {};
+  const tolerations = spec.tolerations ?? [];
+  const index = indexTolerations(tolerations, gates);
+  const affinity = compileNodeAffinity(spec);
+  const pinnedTo = spec.nodeName ?? '';
+  // A pod with spec.nodeName never goes through the scheduler: the kubelet admits it, looking at
+  // node affinity and NoExecute taints only (placement.ts says why).
+  const bypassesScheduler = pinnedTo !== '';
+  const tolerates = (taint: Taint): boolean => index.firstTolerating(taint) !== -1;
+  /**
+   * noExecuteOutcome for one NoExecute taint: undefined when it lets the pod stay (for a while or
+   * for ever), or what evicts the pod at once — no toleration, or the first tolerating one with
+   * tolerationSeconds ≤ 0 (the minimum over the node is then 0: "at once").
+   */
+  const evictsAtOnce = (taint: Taint): { untolerated: true } | { untolerated: false; index: number; seconds: number } | undefined => {
+    const first = index.firstTolerating(taint);
+    if (first === -1) return { untolerated: true };
+    const seconds = tolerations[first]?.tolerationSeconds ?? null;
+    return seconds !== null && seconds <= 0 ? { untolerated: false, index: first, seconds } : undefined;
+  };
+
+  return {
+    fits(node, budget) {
+      if (pinnedTo !== '' && pinnedTo !== node.metadata.name) return false;
+      const taints = node.spec?.taints ?? [];
+      if (!budget.take(1 + taints.length)) return undefined;
+      if (!bypassesScheduler && node.spec?.unschedulable === true && !tolerates(unschedulableTaint)) return false;
+      for (const taint of taints) {
+        if (taint.effect === 'NoSchedule' && !bypassesScheduler && !tolerates(taint)) return false;
+        if (taint.effect === 'NoExecute' && evictsAtOnce(taint) !== undefined) return false;
+      }
+      return affinity.matches(node, budget);
+    },
+
+    firstReason(node, budget) {
+      // In evaluatePlacement's order: the pin, the cordon, NoSchedule taints, node affinity, then
+      // the NoExecute outcome.
+      const name = node.metadata.name;
+      if (pinnedTo !== '' && pinnedTo !== name) return clip(`spec.nodeName pins the pod to node "${clip(pinnedTo)}"`, maxReasonChars);
+      const taints = node.spec?.taints ?? [];
+      if (!budget.take(1 + 2 * taints.length)) return unexplained;
+      if (!bypassesScheduler && node.spec?.unschedulable === true && !tolerates(unschedulableTaint)) {
+        return `node is cordoned (spec.unschedulable) and the pod does not tolerate ${describeTaint(unschedulableTaint)}`;
+      }
+      if (!bypassesScheduler) {
+        for (const taint of taints) {
+          if (taint.effect === 'NoSchedule' && !tolerates(taint)) return `taint ${describe(taint)} is not tolerated`;
+        }
+      }
+      const affinityReason = affinity.firstReason(node, budget);
+      if (affinityReason !== undefined) return clip(affinityReason, maxReasonChars);
+      let deciding: string | undefined;
+      for (const taint of taints) {
+        if (taint.effect !== 'NoExecute') continue;
+        const outcome = evictsAtOnce(taint);
+        // An untolerated taint is reported before any tolerated one: noExecuteOutcome lists those alone.
+        if (outcome?.untolerated === true) return `taint ${describe(taint)} is not tolerated: evicted at once`;
+        if (outcome !== undefined && deciding === undefined) {
+          deciding = `taint ${describe(taint)} is tolerated by spec.tolerations[${outcome.index}] for tolerationSeconds ${outcome.seconds}: evicted at once`;
+        }
+      }
+      return deciding ?? 'not schedulable';
+    },
+  };
+}
+
+/** describeTaint, with the key and value clipped (a Node's are bounded by the API, a file's need not be). */
+function describe(taint: Taint): string {
+  return describeTaint({ key: clip(taint.key), effect: clip(taint.effect), ...(taint.value === undefined ? {} : { value: clip(taint.value) }) });
+}
