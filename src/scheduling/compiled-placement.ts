@@ -2,8 +2,9 @@
  * evaluatePlacement (./placement.ts) for one pod against many nodes, in the two forms
  * SchedulingWarnings needs: `fits` (its `schedulable`) and `firstReason` (its `reasons[0]`, with
  * long strings clipped). The pod is read once — tolerations indexed (./toleration-index.ts),
- * nodeSelector and required terms compiled (./compiled-node-affinity.ts) — so a node costs
- * O(its labels + taints), paid from a WorkBudget, whatever the size of the pod.
+ * nodeSelector and required terms compiled for the nodes to be asked about
+ * (./compiled-node-affinity.ts) — so a node costs O(its labels + taints), paid from a WorkBudget,
+ * whatever the size of the pod.
  *
  * Only the scheduling judgement is compiled (not `running`, which only `tolerator simulate`
  * asks for, one node listing at a time). evaluatePlacement remains the plain transcription of
@@ -21,6 +22,8 @@ import type { WorkBudget } from './work-budget.js';
 export { unexplained } from './compiled-node-affinity.js';
 
 export interface CompiledPlacement {
+  /** How many nodes of the universe, from its start, may be asked about (see compileNodeAffinity). */
+  readonly covered: number;
   /** evaluatePlacement(pod, node, gates).schedulable; undefined when the budget ran out first. */
   fits(node: Node, budget: WorkBudget): boolean | undefined;
   /**
@@ -32,11 +35,12 @@ export interface CompiledPlacement {
 
 const unschedulableTaint: Taint = { key: TaintKey.NodeUnschedulable, effect: 'NoSchedule' };
 
-export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate): CompiledPlacement {
+/** Compiles `pod` for the nodes of `universe`, the only ones it may then be asked about. */
+export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate, universe: readonly Node[], budget: WorkBudget): CompiledPlacement {
   const spec = pod.spec ?? {};
   const tolerations = spec.tolerations ?? [];
   const index = indexTolerations(tolerations, gates);
-  const affinity = compileNodeAffinity(spec);
+  const affinity = compileNodeAffinity(spec, universe, budget);
   const pinnedTo = spec.nodeName ?? '';
   // A pod with spec.nodeName never goes through the scheduler: the kubelet admits it, looking at
   // node affinity and NoExecute taints only (placement.ts says why).
@@ -55,6 +59,7 @@ export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate): Compi
   };
 
   return {
+    covered: affinity.covered,
     fits(node, budget) {
       if (pinnedTo !== '' && pinnedTo !== node.metadata.name) return false;
       const taints = node.spec?.taints ?? [];

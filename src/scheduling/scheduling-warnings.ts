@@ -154,12 +154,12 @@ function unschedulableWarnings(pod: Pod, nodes: readonly Node[], gates: Comparis
   if (pinnedTo !== '' && !nodes.some((node) => node.metadata.name === pinnedTo)) {
     return [`spec.nodeName names node "${clip(pinnedTo)}", which is not among the ${nodes.length} known nodes`];
   }
-  const placement = compilePlacement(pod, gates);
+  const placement = compilePlacement(pod, gates, nodes, budget);
   const why = new NamedList();
   // One pass: the common answer, "fits somewhere", stops at the first node that fits; the reasons
   // of the first few that do not are worked out on the way (a few short strings, wasted when a
   // later node fits), so a pass cut short by the budget still explains the nodes it checked.
-  for (const node of nodes) {
+  for (const node of nodes.slice(0, placement.covered)) {
     const fits = placement.fits(node, budget);
     if (fits === undefined) break;
     if (fits) return [];

@@ -166,7 +166,7 @@ describe('compiled placement agrees with the plain transcription of upstream', (
     fc.assert(
       fc.property(specArbitrary, nodeArbitrary, (spec, node) => {
         const verdict = matchRequiredNodeAffinity(spec, node);
-        const compiled = compileNodeAffinity(spec);
+        const compiled = compileNodeAffinity(spec, [node], unlimited());
         assert.equal(compiled.matches(node, unlimited()), verdict.matches);
         assertSameReason(compiled.firstReason(node, unlimited()), verdict.reasons[0]);
       }),
@@ -177,7 +177,7 @@ describe('compiled placement agrees with the plain transcription of upstream', (
   it('compilePlacement fits exactly when evaluatePlacement is schedulable, with its first reason', () => {
     fc.assert(
       fc.property(specArbitrary, fc.array(nodeArbitrary, { minLength: 1, maxLength: 4 }), gateArbitrary, (spec, nodes, gates) => {
-        const compiled = compilePlacement(pod(spec), gates);
+        const compiled = compilePlacement(pod(spec), gates, nodes, unlimited());
         for (const node of nodes) {
           const placement = evaluatePlacement(pod(spec), node, gates);
           assert.equal(compiled.fits(node, unlimited()), placement.schedulable);
@@ -223,7 +223,7 @@ describe('compiled placement agrees with the plain transcription of upstream', (
     fc.assert(
       fc.property(spec, node, gateArbitrary, (podSpec, candidate, gates) => {
         const placement = evaluatePlacement(pod(podSpec), candidate, gates);
-        const compiled = compilePlacement(pod(podSpec), gates);
+        const compiled = compilePlacement(pod(podSpec), gates, [candidate], unlimited());
         assert.equal(compiled.fits(candidate, unlimited()), placement.schedulable);
         if (!placement.schedulable) assertSameReason(compiled.firstReason(candidate, unlimited()), placement.reasons[0]);
       }),

@@ -5,8 +5,9 @@
  * measured thread's time alone: otherwise V8's background compiler and garbage-collector threads
  * add their time at random, and two runs of the same work differed by 5× on a loaded machine.
  *
- * Per scenario: a warm-up run of each size; as many calls per run as make the small size take
- * 10 ms (shorter runs are mostly noise); then three runs of each size in turn, the least of each.
+ * Per scenario: fifteen warm-up calls of each size; as many calls per run as make the small size
+ * take 10 ms (shorter runs are mostly noise); then five runs of each size in turn, the least of
+ * each: other work on the machine only ever adds to a run.
  *
  * The sizes are kept small enough (a few thousand entries per map) for V8's hash tables to stay
  * in the CPU's caches at both n and 4n. Past that, a bare Map of n strings grows 4.5–5.3× per 4×
@@ -35,13 +36,17 @@ for (const scenario of growthScenarios) {
   };
   const runSmall = repeat(small);
   const runLarge = repeat(large);
-  runSmall();
-  runLarge();
+  // Warm up until the compiler is done with the code: its first optimisations are revised a few
+  // calls later (a deoptimisation or two), and those calls run several times slower.
+  for (let i = 0; i < 15; i++) {
+    runSmall();
+    runLarge();
+  }
   // The least of three, so that one slow run does not stop the doubling early.
   while (Math.min(cpuMs(runSmall), cpuMs(runSmall), cpuMs(runSmall)) < 10 && calls < 4096) calls *= 2;
   const smallMs: number[] = [];
   const largeMs: number[] = [];
-  for (let i = 0; i < 3; i++) {
+  for (let i = 0; i < 5; i++) {
     smallMs.push(cpuMs(runSmall));
     largeMs.push(cpuMs(runLarge));
   }
