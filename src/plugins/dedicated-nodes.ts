@@ -35,6 +35,7 @@ import { MirrorPodAnnotation } from '../api/types.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
+import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
 import { isPodRequest } from './plugin.js';
@@ -300,7 +301,8 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   // the tenant pair only for a DaemonSet whose template changed.
   const tolerations = (workload.spec.tolerations ?? []).map((toleration, index) => ({ toleration, index }));
   const oldTolerations = workload.oldSpec?.tolerations ?? [];
-  const judgedTolerations = isCreate ? tolerations : tolerations.filter(({ toleration }) => !oldTolerations.some((old) => sameToleration(old, toleration)));
+  const inOldPod = matchingTolerationIn(oldTolerations);
+  const judgedTolerations = isCreate ? tolerations : tolerations.filter(({ toleration }) => !inOldPod(toleration));
   const nodeName = workload.spec.nodeName;
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
   const judgeTenantPair = isCreate || (workload.kind === 'DaemonSet' && !isDeepStrictEqual(workload.spec, workload.oldSpec));
@@ -481,11 +483,6 @@ function nodeNameProblem(node: Node, policy: TenancyPolicy, ownGroup: string, is
     };
   }
   return undefined;
-}
-
-/** Same toleration for the UPDATE ratchet: MatchToleration's fields; tolerationSeconds may change. */
-function sameToleration(a: Toleration, b: Toleration): boolean {
-  return (a.key ?? '') === (b.key ?? '') && (a.operator ?? '') === (b.operator ?? '') && (a.value ?? '') === (b.value ?? '') && (a.effect ?? '') === (b.effect ?? '');
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -84,6 +84,21 @@ export function matchToleration(a: Toleration, b: Toleration): boolean {
   );
 }
 
+/**
+ * "Does the list hold a toleration that matchToleration matches?", answered in constant time
+ * after one pass over the list. The UPDATE rules ask it for each toleration of the other list:
+ * compared pair by pair, an UPDATE of a pod with n tolerations cost n² comparisons.
+ */
+export function matchingTolerationIn(list: readonly Toleration[]): (toleration: Toleration) => boolean {
+  const identities = new Set(list.map(matchIdentity));
+  return (toleration) => identities.has(matchIdentity(toleration));
+}
+
+/** Equal for two tolerations exactly when matchToleration holds; JSON keeps the four strings apart. */
+function matchIdentity(t: Toleration): string {
+  return JSON.stringify([t.key ?? '', t.effect ?? '', t.operator ?? '', t.value ?? '']);
+}
+
 /** Taint.MatchTaint: taints are unique by key and effect; the value is not compared. */
 export function matchTaint(a: Taint, b: Taint): boolean {
   return a.key === b.key && a.effect === b.effect;
