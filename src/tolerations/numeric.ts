@@ -29,10 +29,12 @@ export type ParseIntResult = { readonly value: bigint; readonly error?: undefine
  * error, as in Go's loop: an overflow seen before a bad character is a range error.
  */
 export function parseInt64(input: string): ParseIntResult {
-  const syntaxError = { error: `strconv.ParseInt: parsing ${goQuote(input)}: invalid syntax` };
-  const rangeError = { error: `strconv.ParseInt: parsing ${goQuote(input)}: value out of range` };
+  // Built only when returned: quoting the input costs a pass over it, and matching calls this for
+  // every Gt/Lt toleration against every taint, valid values included.
+  const syntaxError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${goQuote(input)}: invalid syntax` });
+  const rangeError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${goQuote(input)}: value out of range` });
   if (input.length === 0) {
-    return syntaxError;
+    return syntaxError();
   }
   let digits = input;
   let negative = false;
@@ -40,7 +42,7 @@ export function parseInt64(input: string): ParseIntResult {
     negative = input.startsWith('-');
     digits = input.slice(1);
     if (digits.length === 0) {
-      return syntaxError;
+      return syntaxError();
     }
   }
   // ParseUint accumulates into a uint64 and reports overflow at the digit that causes it.
@@ -49,18 +51,18 @@ export function parseInt64(input: string): ParseIntResult {
   for (let i = 0; i < digits.length; i++) {
     const code = digits.charCodeAt(i);
     if (code < 0x30 || code > 0x39) {
-      return syntaxError;
+      return syntaxError();
     }
     magnitude = magnitude * 10n + BigInt(code - 0x30);
     if (magnitude > uint64Max) {
-      return rangeError;
+      return rangeError();
     }
   }
   if (!negative && magnitude > int64Max) {
-    return rangeError;
+    return rangeError();
   }
   if (negative && magnitude > -int64Min) {
-    return rangeError;
+    return rangeError();
   }
   return { value: negative ? -magnitude : magnitude };
 }
