@@ -94,9 +94,16 @@ export function matchingTolerationIn(list: readonly Toleration[]): (toleration: 
   return (toleration) => identities.has(matchIdentity(toleration));
 }
 
-/** Equal for two tolerations exactly when matchToleration holds; JSON keeps the four strings apart. */
+/**
+ * Equal for two tolerations exactly when matchToleration holds. Each string but the last is
+ * preceded by its length, which keeps them apart whatever they hold (cheaper than JSON, which
+ * scans each for characters to escape).
+ */
 function matchIdentity(t: Toleration): string {
-  return JSON.stringify([t.key ?? '', t.effect ?? '', t.operator ?? '', t.value ?? '']);
+  const key = t.key ?? '';
+  const effect = t.effect ?? '';
+  const operator = t.operator ?? '';
+  return `${key.length}:${key}${effect.length}:${effect}${operator.length}:${operator}${t.value ?? ''}`;
 }
 
 /** Taint.MatchTaint: taints are unique by key and effect; the value is not compared. */

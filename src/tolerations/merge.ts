@@ -163,6 +163,11 @@ class FactsTable {
   private readonly ids = new Map<string, number>();
   /** The empty string's id: the wildcard key's and the empty effect's. */
   private readonly empty = this.id('');
+  /**
+   * The keys of every `Exists` worked out so far: an `Exists` bucket of another key cannot exist,
+   * so most tolerations skip asking for one (a pod rarely has an `Exists` of every key it uses).
+   */
+  private readonly existsKeys = new Set<number>();
 
   private id(text: string): number {
     let id = this.ids.get(text);
@@ -182,6 +187,7 @@ class FactsTable {
     let bucket: string | undefined;
     if (operator === 'Exists') {
       bucket = `a${key}:${effect}`;
+      this.existsKeys.add(key);
     } else if (operator === '' || operator === 'Equal') {
       bucket = `e${key}:${value}:${effect}`;
     }
@@ -213,9 +219,9 @@ class FactsTable {
   private someCandidateOfEffect(facts: Facts, effect: number, bounded: boolean, visit: (bucket: string, bounded: boolean) => boolean): boolean {
     const { key } = facts;
     return (
-      visit(`a${key}:${effect}`, bounded) ||
+      (this.existsKeys.has(key) && visit(`a${key}:${effect}`, bounded)) ||
       // For the empty key, (b) is the bucket just visited.
-      (key !== this.empty && visit(`a${this.empty}:${effect}`, bounded)) ||
+      (key !== this.empty && this.existsKeys.has(this.empty) && visit(`a${this.empty}:${effect}`, bounded)) ||
       (facts.operator === 'Equal' && visit(`e${key}:${facts.value}:${effect}`, bounded))
     );
   }

@@ -178,9 +178,20 @@ export function isValidLabelValue(value: string): string[] {
  */
 export function utf8Length(value: string): number {
   let bytes = 0;
-  for (const char of value) {
-    const code = char.codePointAt(0) ?? 0;
-    bytes += code < 0x80 ? 1 : code < 0x800 ? 2 : code < 0x10000 ? 3 : 4;
+  // By UTF-16 unit, without a string per character: every key and value is measured.
+  for (let i = 0; i < value.length; i++) {
+    const code = value.charCodeAt(i);
+    if (code < 0x80) {
+      bytes += 1;
+    } else if (code < 0x800) {
+      bytes += 2;
+    } else if (code >= 0xd800 && code <= 0xdbff && i + 1 < value.length && (value.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      // A surrogate pair: one code point above U+FFFF, 4 bytes.
+      bytes += 4;
+      i++;
+    } else {
+      bytes += 3;
+    }
   }
   return bytes;
 }

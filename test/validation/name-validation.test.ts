@@ -115,6 +115,17 @@ describe('utf8Length (Go len)', () => {
       assert.equal(utf8Length(row.given), row.want);
     });
   }
+
+  it('counts what Node’s UTF-8 encoder writes, lone surrogates as U+FFFD', () => {
+    const units = fc.constantFrom('a', 'é', '€', '😀', '\uD800', '\uDC00', '\uDBFF', '\uDFFF', '\u0000', '\uFFFF');
+    fc.assert(
+      fc.property(fc.array(units, { maxLength: 10 }), (parts) => {
+        const value = parts.join('');
+        assert.equal(utf8Length(value), Buffer.byteLength(value, 'utf8'));
+      }),
+      { seed: 8, numRuns: 5000 },
+    );
+  });
 });
 
 describe('the format scans accept exactly what upstream’s regular expressions accept', () => {
