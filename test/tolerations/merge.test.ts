@@ -493,17 +493,33 @@ describe('mergeTolerations and verifyAgainstWhitelist agree with upstream’s pa
   });
 });
 
-describe('mergeTolerations costs O(n log n) where upstream compares every pair', () => {
-  /** The least CPU time, in microseconds, of three merges (the first of all also compiles the code). */
-  function leastCpuMicros(tolerations: readonly Toleration[]): number {
+describe('mergeTolerations and verifyAgainstWhitelist cost O(n log n) where upstream compares every pair', () => {
+  /**
+   * Linear work measures ×4 to ×7 at these sizes on a busy machine, as the maps outgrow the CPU
+   * caches; pairwise comparison measures ×13 and more.
+   */
+  const bound = 8;
+
+  /** The least CPU time, in microseconds, of three runs of `work` (the first of all also compiles the code). */
+  function leastCpuMicros(work: () => unknown): number {
     let least = Infinity;
     for (let i = 0; i < 3; i++) {
       const started = process.cpuUsage();
-      mergeTolerations(tolerations, [{ key: 'k', operator: 'Exists', effect: 'NoSchedule' }]);
+      work();
       const used = process.cpuUsage(started);
       least = Math.min(least, used.user + used.system);
     }
     return least;
+  }
+
+  /** How much more `large` costs than `small`; two more tries before a ratio over the bound counts. */
+  function growth(small: () => unknown, large: () => unknown): number {
+    leastCpuMicros(large);
+    let ratio = Infinity;
+    for (let attempt = 0; attempt < 3 && ratio > bound; attempt++) {
+      ratio = Math.min(ratio, leastCpuMicros(large) / Math.max(leastCpuMicros(small), 1));
+    }
+    return ratio;
   }
 
   it('costs about 4 times as much for 4 times as many tolerations of one key (pairwise: 16 times)', () => {
@@ -520,14 +536,30 @@ describe('mergeTolerations costs O(n log n) where upstream compares every pair',
       }));
     const small = tolerations(2_000);
     const large = tolerations(8_000);
-    leastCpuMicros(large);
-    // Linear work measures ×4 to ×7 at these sizes on a busy machine, as the maps outgrow the CPU
-    // caches; the pairwise loop measures ×16 or more. Two more tries before a failure counts.
-    const bound = 8;
-    let ratio = Infinity;
-    for (let attempt = 0; attempt < 3 && ratio > bound; attempt++) {
-      ratio = Math.min(ratio, leastCpuMicros(large) / Math.max(leastCpuMicros(small), 1));
-    }
+    const extra: Toleration[] = [{ key: 'k', operator: 'Exists', effect: 'NoSchedule' }];
+    const ratio = growth(
+      () => mergeTolerations(small, extra),
+      () => mergeTolerations(large, extra),
+    );
     assert.ok(ratio <= bound, `4× the tolerations cost ×${ratio.toFixed(2)}`);
+  });
+
+  it('verifyAgainstWhitelist costs about 4 times as much for 4 times the tolerations and the whitelist', () => {
+    // Every toleration is covered only by the last whitelist entry of its key: a pairwise check
+    // looks through the whole whitelist for each.
+    const lists = (n: number): { tolerations: Toleration[]; whitelist: Toleration[] } => ({
+      tolerations: Array.from({ length: n }, (_, i): Toleration => ({ key: `k${i % 50}`, operator: 'Equal', value: `v${i}`, effect: 'NoExecute', tolerationSeconds: i })),
+      whitelist: Array.from({ length: n }, (_, i): Toleration =>
+        i >= n - 50 ? { key: `k${i % 50}`, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: n } : { key: `k${i % 50}`, operator: 'Equal', value: `w${i}` },
+      ),
+    });
+    const small = lists(2_000);
+    const large = lists(8_000);
+    assert.equal(verifyAgainstWhitelist(large.tolerations, large.whitelist), true);
+    const ratio = growth(
+      () => verifyAgainstWhitelist(small.tolerations, small.whitelist),
+      () => verifyAgainstWhitelist(large.tolerations, large.whitelist),
+    );
+    assert.ok(ratio <= bound, `4× the lists cost ×${ratio.toFixed(2)}`);
   });
 });
