@@ -36,6 +36,7 @@ import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
+import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
 import { isMirrorPodRequest, isPodRequest } from './plugin.js';
@@ -355,7 +356,9 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   // What an UPDATE is judged on (see the file comment): added tolerations; a changed nodeName;
   // the tenant's node choice only for a template that changed.
   const tolerations = (workload.spec.tolerations ?? []).map((toleration, index) => ({ toleration, index }));
-  const judgedTolerations = isCreate ? tolerations : addedTolerations(tolerations, workload.oldSpec?.tolerations ?? []);
+  // Added: no old toleration with the same key, operator, value and effect (tolerationSeconds may change).
+  const inOldSpec = matchingTolerationIn(workload.oldSpec?.tolerations ?? []);
+  const judgedTolerations = isCreate ? tolerations : tolerations.filter(({ toleration }) => !inOldSpec(toleration));
   const nodeName = workload.spec.nodeName;
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
   const templateJudged = workload.kind !== 'Pod' && (isCreate || !isDeepStrictEqual(workload.spec, workload.oldSpec));
@@ -437,20 +440,6 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     ...(allWarnings.length > 0 ? { warnings: allWarnings } : {}),
     auditAnnotations,
   };
-}
-
-/**
- * The tolerations an UPDATE adds: those with no old toleration of the same key, operator, value
- * and effect (tolerationSeconds may change). A set of identities keeps this linear in both lists.
- */
-function addedTolerations<T extends { readonly toleration: Toleration }>(tolerations: readonly T[], old: readonly Toleration[]): T[] {
-  const before = new Set(old.map(tolerationIdentity));
-  return tolerations.filter(({ toleration }) => !before.has(tolerationIdentity(toleration)));
-}
-
-/** MatchToleration's fields as one string; JSON keeps fields with separators in them apart. */
-function tolerationIdentity(toleration: Toleration): string {
-  return JSON.stringify([toleration.key ?? '', toleration.operator ?? '', toleration.value ?? '', toleration.effect ?? '']);
 }
 
 /**

@@ -11,6 +11,7 @@ import type { Toleration } from '../api/types.js';
 import { forbidden, invalid, notSupported, type FieldError } from '../plugins/field-errors.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { unmarshalTolerations } from './go-json-tolerations.js';
+import { matchingTolerationIn } from './matching.js';
 import { isDecimalInteger, parseInt64 } from './numeric.js';
 
 export interface TolerationValidationOptions {
@@ -112,21 +113,13 @@ export function validateOnlyAddedTolerations(
   fieldPath: string,
   options: TolerationValidationOptions,
 ): FieldError[] {
-  for (const old of oldTolerations) {
-    if (!newTolerations.some((candidate) => equalExceptSeconds(old, candidate))) {
-      return [forbidden(fieldPath, 'existing toleration can not be modified except its tolerationSeconds')];
-    }
+  // "Equal but for tolerationSeconds" is matchToleration; a set of the new list makes the check
+  // linear (upstream searches the new list for each old toleration).
+  const inNewList = matchingTolerationIn(newTolerations);
+  if (!oldTolerations.every(inNewList)) {
+    return [forbidden(fieldPath, 'existing toleration can not be modified except its tolerationSeconds')];
   }
   return validateTolerations(newTolerations, fieldPath, options);
-}
-
-function equalExceptSeconds(a: Toleration, b: Toleration): boolean {
-  return (
-    (a.key ?? '') === (b.key ?? '') &&
-    (a.operator ?? '') === (b.operator ?? '') &&
-    (a.value ?? '') === (b.value ?? '') &&
-    (a.effect ?? '') === (b.effect ?? '')
-  );
 }
 
 /**

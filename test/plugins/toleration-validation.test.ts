@@ -317,3 +317,17 @@ describe('TolerationValidation: the deprecated tolerations annotation on pods', 
     assert.deepEqual(denial.errors.map((e) => e.field), ['metadata.annotations', 'metadata.annotations']);
   });
 });
+
+describe('TolerationValidation: a pod with more errors than a call has room for arguments', () => {
+  it('refuses an UPDATE whose 40,000 invalid tolerations give 160,000 errors, instead of throwing', () => {
+    // Each toleration breaks four rules (key, operator, effect, tolerationSeconds without
+    // NoExecute); about 50 bytes of JSON each, so the pod stays well within the 3 MiB body limit.
+    // Collected with push(...list), that many errors overflowed the call stack: a 500 where the
+    // API server itself answers 422.
+    const bad = Array.from({ length: 40_000 }, (_, i): Toleration => ({ key: `-${i}`, operator: 'x', effect: 'y', tolerationSeconds: 1 }));
+    const attrs = attributes(podResource, 'UPDATE', pod(bad), pod(bad));
+    const outcome = plugin.validate(attrs.object ?? {}, attrs, context(false));
+    assert.equal(outcome.denial?.reason, 'Invalid');
+    assert.equal(outcome.denial.errors.length, 2 * 4 * bad.length);
+  });
+});

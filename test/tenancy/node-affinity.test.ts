@@ -149,6 +149,16 @@ describe('groupContradictions', () => {
     assert.deepEqual(groupContradictions(spec, 'dedicated', '10', 'spec'), []);
     assert.equal(groupContradictions(spec, 'dedicated', '9', 'spec').length, 1);
   });
+
+  it('reads a Gt bound of 3 million digits without converting it: no int64 has that many', () => {
+    // A 3 MiB pod can hold such a bound; BigInt took half a second to read it, per policy and side.
+    const spec = withRequired([{ matchExpressions: [{ key: 'dedicated', operator: 'Gt', values: [`000${'9'.repeat(3_000_000)}`] }] }]);
+    const started = process.cpuUsage();
+    assert.equal(groupContradictions(spec, 'dedicated', '10', 'spec').length, 1);
+    const used = process.cpuUsage(started);
+    // About 15 ms; 150 ms leaves room for a slow, busy machine.
+    assert.ok(used.user + used.system < 150_000, `${((used.user + used.system) / 1000).toFixed(0)} ms`);
+  });
 });
 
 describe('missingGroupRequirement', () => {

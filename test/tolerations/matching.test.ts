@@ -1,7 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import type { Taint, Toleration } from '../../src/api/types.js';
-import { matchTaint, matchToleration, toleratesTaint, tolerationsTolerateTaint } from '../../src/tolerations/matching.js';
+import { matchingTolerationIn, matchTaint, matchToleration, toleratesTaint, tolerationsTolerateTaint } from '../../src/tolerations/matching.js';
 
 const gateOn = { TaintTolerationComparisonOperators: true };
 const gateOff = { TaintTolerationComparisonOperators: false };
@@ -253,6 +254,24 @@ describe('matchToleration', () => {
       assert.equal(matchToleration(...row.given), row.want);
     });
   }
+});
+
+describe('matchingTolerationIn', () => {
+  // Strings that could run together if the four fields were simply joined: quotes, commas,
+  // brackets and a backslash, absent next to empty.
+  const part = fc.constantFrom<string | undefined>(undefined, '', 'a', 'a,', ',a', '"', '\\', '["a"]', 'a","b');
+  const toleration = fc
+    .record({ key: part, operator: part, value: part, effect: part, tolerationSeconds: fc.constantFrom<number | null | undefined>(undefined, null, 0, 5) })
+    .map((fields) => Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Toleration);
+
+  it('answers as matchToleration against each element would', () => {
+    fc.assert(
+      fc.property(fc.array(toleration, { maxLength: 8 }), toleration, (list, t) => {
+        assert.equal(matchingTolerationIn(list)(t), list.some((element) => matchToleration(element, t)));
+      }),
+      { seed: 241, numRuns: 3000 },
+    );
+  });
 });
 
 describe('matchTaint', () => {

@@ -405,3 +405,161 @@ describe('upstream TestFuzzed, as properties', () => {
     );
   });
 });
+
+/**
+ * Upstream's MergeTolerations and VerifyAgainstWhitelist exactly as written, comparing every pair:
+ * the reference the indexed versions must agree with.
+ */
+function referenceMerge(first: readonly Toleration[], second: readonly Toleration[]): Toleration[] {
+  const all = [...first, ...second];
+  const deepEqual = (a: Toleration, b: Toleration): boolean =>
+    (a.key ?? '') === (b.key ?? '') &&
+    (a.operator ?? '') === (b.operator ?? '') &&
+    (a.value ?? '') === (b.value ?? '') &&
+    (a.effect ?? '') === (b.effect ?? '') &&
+    (a.tolerationSeconds ?? undefined) === (b.tolerationSeconds ?? undefined);
+  const merged: Toleration[] = [];
+  all.forEach((t, i) => {
+    if (merged.some((kept) => isSuperset(kept, t))) {
+      return;
+    }
+    if (all.slice(i + 1).some((later) => !deepEqual(t, later) && isSuperset(later, t))) {
+      return;
+    }
+    merged.push(t);
+  });
+  return merged;
+}
+
+function referenceVerify(tolerations: readonly Toleration[], whitelist: readonly Toleration[]): boolean {
+  return whitelist.length === 0 || tolerations.length === 0 || tolerations.every((t) => whitelist.some((w) => isSuperset(w, t)));
+}
+
+describe('mergeTolerations and verifyAgainstWhitelist agree with upstream’s pairwise algorithm', () => {
+  // Few keys, values and seconds so that equal, covering and identical tolerations are common;
+  // every operator spelling (bogus ones too), absent and empty fields, null and negative seconds,
+  // values on Exists, seconds on effects other than NoExecute: what a hostile pod may carry.
+  const absentOr = <T>(values: readonly T[]): fc.Arbitrary<T | undefined> => fc.constantFrom<T | undefined>(undefined, ...values);
+  const toleration: fc.Arbitrary<Toleration> = fc
+    .record({
+      key: absentOr(['', 'a', 'b']),
+      operator: absentOr(['', 'Equal', 'Exists', 'Gt', 'Lt', 'exists', 'bogus']),
+      value: absentOr(['', 'x', 'y']),
+      effect: absentOr(['', 'NoExecute', 'NoSchedule', 'PreferNoSchedule']),
+      tolerationSeconds: fc.constantFrom<number | null | undefined>(undefined, null, -5, 0, 3, 3, 7),
+    })
+    .map((fields) => {
+      const t: Toleration = {};
+      for (const [name, value] of Object.entries(fields)) {
+        if (value !== undefined) Object.assign(t, { [name]: value });
+      }
+      return t;
+    });
+  const list = fc.array(toleration, { maxLength: 14 });
+  const params = { seed: 5471, numRuns: 5000 };
+
+  it('mergeTolerations keeps the same objects, in the same order', () => {
+    fc.assert(
+      fc.property(list, list, (first, second) => {
+        const got = mergeTolerations(first, second);
+        const want = referenceMerge(first, second);
+        assert.equal(got.length, want.length, `kept ${JSON.stringify(got)}, upstream keeps ${JSON.stringify(want)}`);
+        got.forEach((t, i) => {
+          assert.equal(t, want[i], `element ${i}: ${JSON.stringify(t)} where upstream keeps ${JSON.stringify(want[i])}`);
+        });
+      }),
+      params,
+    );
+  });
+
+  it('mergeTolerations agrees when one toleration is repeated as the same object', () => {
+    fc.assert(
+      fc.property(toleration, list, fc.array(fc.nat(20), { maxLength: 6 }), (repeated, list, positions) => {
+        const first = [...list];
+        for (const position of positions) first.splice(position % (first.length + 1), 0, repeated);
+        assert.deepEqual(mergeTolerations(first, [repeated]), referenceMerge(first, [repeated]));
+      }),
+      params,
+    );
+  });
+
+  it('verifyAgainstWhitelist gives upstream’s answer', () => {
+    fc.assert(
+      fc.property(list, list, (tolerations, whitelist) => {
+        assert.equal(verifyAgainstWhitelist(tolerations, whitelist), referenceVerify(tolerations, whitelist));
+      }),
+      params,
+    );
+  });
+});
+
+describe('mergeTolerations and verifyAgainstWhitelist cost O(n log n) where upstream compares every pair', () => {
+  /**
+   * Linear work measures ×4 to ×7 at these sizes on a busy machine, as the maps outgrow the CPU
+   * caches; pairwise comparison measures ×13 and more.
+   */
+  const bound = 8;
+
+  /** The least CPU time, in microseconds, of three runs of `work` (the first of all also compiles the code). */
+  function leastCpuMicros(work: () => unknown): number {
+    let least = Infinity;
+    for (let i = 0; i < 3; i++) {
+      const started = process.cpuUsage();
+      work();
+      const used = process.cpuUsage(started);
+      least = Math.min(least, used.user + used.system);
+    }
+    return least;
+  }
+
+  /** How much more `large` costs than `small`; two more tries before a ratio over the bound counts. */
+  function growth(small: () => unknown, large: () => unknown): number {
+    leastCpuMicros(large);
+    let ratio = Infinity;
+    for (let attempt = 0; attempt < 3 && ratio > bound; attempt++) {
+      ratio = Math.min(ratio, leastCpuMicros(large) / Math.max(leastCpuMicros(small), 1));
+    }
+    return ratio;
+  }
+
+  it('costs about 4 times as much for 4 times as many tolerations of one key (pairwise: 16 times)', () => {
+    // Distinct values (no value covers another), each repeated once, every effect, and a NoExecute
+    // bound on some: one key's bucket holds them all. Upstream's loop took 12 s for 20,000 here.
+    const effects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute', ''];
+    const tolerations = (n: number): Toleration[] =>
+      Array.from({ length: n }, (_, i): Toleration => ({
+        key: 'k',
+        operator: 'Equal',
+        value: `v${i % (n / 2)}`,
+        effect: effects[i % 4],
+        ...(i % 4 === 2 ? { tolerationSeconds: i % 97 } : {}),
+      }));
+    const small = tolerations(2_000);
+    const large = tolerations(8_000);
+    const extra: Toleration[] = [{ key: 'k', operator: 'Exists', effect: 'NoSchedule' }];
+    const ratio = growth(
+      () => mergeTolerations(small, extra),
+      () => mergeTolerations(large, extra),
+    );
+    assert.ok(ratio <= bound, `4× the tolerations cost ×${ratio.toFixed(2)}`);
+  });
+
+  it('verifyAgainstWhitelist costs about 4 times as much for 4 times the tolerations and the whitelist', () => {
+    // Every toleration is covered only by the last whitelist entry of its key: a pairwise check
+    // looks through the whole whitelist for each.
+    const lists = (n: number): { tolerations: Toleration[]; whitelist: Toleration[] } => ({
+      tolerations: Array.from({ length: n }, (_, i): Toleration => ({ key: `k${i % 50}`, operator: 'Equal', value: `v${i}`, effect: 'NoExecute', tolerationSeconds: i })),
+      whitelist: Array.from({ length: n }, (_, i): Toleration =>
+        i >= n - 50 ? { key: `k${i % 50}`, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: n } : { key: `k${i % 50}`, operator: 'Equal', value: `w${i}` },
+      ),
+    });
+    const small = lists(2_000);
+    const large = lists(8_000);
+    assert.equal(verifyAgainstWhitelist(large.tolerations, large.whitelist), true);
+    const ratio = growth(
+      () => verifyAgainstWhitelist(small.tolerations, small.whitelist),
+      () => verifyAgainstWhitelist(large.tolerations, large.whitelist),
+    );
+    assert.ok(ratio <= bound, `4× the lists cost ×${ratio.toFixed(2)}`);
+  });
+});

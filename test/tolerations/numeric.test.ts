@@ -70,6 +70,9 @@ describe('parseInt64 (strconv.ParseInt(s, 10, 64))', () => {
       want: { error: syntax('9223372036854775808x') },
     },
     { name: 'a control character is Go-quoted in the message', given: '\t5', want: { error: 'strconv.ParseInt: parsing "\\t5": invalid syntax' } },
+    { name: 'many leading zeros are still zeros', given: `-${'0'.repeat(40)}7`, want: { value: -7n } },
+    { name: 'leading zeros only are zero', given: '0000', want: { value: 0n } },
+    { name: 'a bad character after leading zeros is a syntax error', given: '000x', want: { error: syntax('000x') } },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -83,6 +86,16 @@ describe('parseInt64 (strconv.ParseInt(s, 10, 64))', () => {
       }
     });
   }
+});
+
+describe('parseInt64 on a value a hostile pod may make megabytes long', () => {
+  it('steps over 3 million leading zeros in one cheap pass', () => {
+    const started = process.cpuUsage();
+    assert.equal(parseInt64(`${'0'.repeat(3_000_000)}42`).value, 42n);
+    const used = process.cpuUsage(started);
+    // About 10 ms (BigInt arithmetic on each zero: 20 to 50 ms); the bound leaves room for a busy machine.
+    assert.ok(used.user + used.system < 200_000, `${((used.user + used.system) / 1000).toFixed(0)} ms`);
+  });
 });
 
 describe('parseCanonicalInt64: what Gt/Lt matching accepts', () => {

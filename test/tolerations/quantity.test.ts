@@ -1,9 +1,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import {
   addQuantities,
   compareQuantities,
   isPositive,
+  isPositiveQuantity,
   maxAlignmentDigits,
   parseQuantity,
   parseQuantityString,
@@ -298,4 +300,63 @@ describe('isPositive', () => {
       assert.equal(isPositive(mustParse(row.given)), row.want);
     });
   }
+});
+
+describe('isPositiveQuantity: parseQuantity and isPositive in one pass over the text', () => {
+  // Strings near the grammar: signs, leading zeros, fractions, every suffix, exponents with
+  // signs, long and wrapping, digitless numbers, Go and non-Go spaces, and a few stray characters.
+  const piece = fc.constantFrom(
+    '', '+', '-', '0', '00', '1', '7', '.', '.0', '.5', '000', '0.0001', 'n', 'u', 'm', 'k', 'K', 'M', 'G', 'T', 'P', 'E',
+    'Ki', 'Mi', 'Pi', 'Ei', 'e', 'E', 'e-', 'e+', 'e9', 'e-10', 'E5', 'e4294967296', 'e00000000000000000000003', 'e99999999999999999999',
+    ' ', '\t', '\u00a0', '\u2003', '\ufeff', 'x', 'i', '1e',
+  );
+  const text = fc.array(piece, { maxLength: 6 }).map((pieces) => pieces.join(''));
+  const value = fc.oneof(text, fc.constantFrom(0, -1, 1e-10, 0.5, 3, 1e21, -0));
+
+  it('agrees with parseQuantity followed by isPositive', () => {
+    fc.assert(
+      fc.property(value, (v) => {
+        const parsed = parseQuantity(v);
+        assert.equal(isPositiveQuantity(v), parsed !== undefined && isPositive(parsed), JSON.stringify(v));
+      }),
+      { seed: 0x9a5, numRuns: 20_000 },
+    );
+  });
+});
+
+describe('quantities a hostile pod may write a megabyte long', () => {
+  // Each took seconds to minutes when a regular expression trimmed spaces or counted trailing
+  // zeros (a restart at every space or zero, each scanning the whole run), or BigInt read a long
+  // exponent. A million characters is a third of the API server's 3 MiB body limit.
+  const long = 1_000_000;
+  const rows: { name: string; given: string; positive: boolean }[] = [
+    { name: 'a one, a million spaces and a stray letter', given: `1${' '.repeat(long)}x`, positive: false },
+    { name: 'a million spaces around a one', given: `${' '.repeat(long)}1${' '.repeat(long)}`, positive: true },
+    { name: 'a one, a million zeros and a one', given: `1${'0'.repeat(long)}1`, positive: true },
+    { name: 'a fraction of a million zeros', given: `0.${'0'.repeat(long)}`, positive: false },
+    { name: 'an exponent of a million digits', given: `1e${'1'.repeat(long)}`, positive: false },
+    { name: 'an exponent with a million leading zeros', given: `1e${'0'.repeat(long)}3`, positive: true },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: answered in one pass`, () => {
+      const started = process.cpuUsage();
+      assert.equal(isPositiveQuantity(row.given), row.positive);
+      const used = process.cpuUsage(started);
+      // A pass over a million characters takes a few milliseconds; the quadratic scans took
+      // seconds, so 500 ms leaves room for a slow, busy machine.
+      assert.ok(used.user + used.system < 500_000, `${((used.user + used.system) / 1000).toFixed(0)} ms`);
+    });
+  }
+
+  it('parseQuantity counts 200,000 trailing zeros and trims a million spaces in linear time', () => {
+    // Fewer zeros: parsing builds the exact BigInt, whose own cost grows faster than its digits.
+    const zeros = 200_000;
+    const started = process.cpuUsage();
+    assert.deepEqual(parseQuantity(`1${'0'.repeat(zeros)}`), { coefficient: 1n, exponent: zeros });
+    assert.equal(parseQuantity(`1${' '.repeat(long)}x`), undefined);
+    assert.deepEqual(parseQuantity(`${' '.repeat(long)}5m${'\u3000'.repeat(long)}`), { coefficient: 5n, exponent: -3 });
+    const used = process.cpuUsage(started);
+    // About 100 ms; the regular expressions took 19 s for the zeros alone.
+    assert.ok(used.user + used.system < 2_000_000, `${((used.user + used.system) / 1000).toFixed(0)} ms`);
+  });
 });

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fc from 'fast-check';
 import { isDNS1123Subdomain, isQualifiedName, isValidLabelValue, regexError, utf8Length } from '../../src/validation/name-validation.js';
 
 /**
@@ -114,4 +115,68 @@ describe('utf8Length (Go len)', () => {
       assert.equal(utf8Length(row.given), row.want);
     });
   }
+
+  it('counts what Node’s UTF-8 encoder writes, lone surrogates as U+FFFD', () => {
+    const units = fc.constantFrom('a', 'é', '€', '😀', '\uD800', '\uDC00', '\uDBFF', '\uDFFF', '\u0000', '\uFFFF');
+    fc.assert(
+      fc.property(fc.array(units, { maxLength: 10 }), (parts) => {
+        const value = parts.join('');
+        assert.equal(utf8Length(value), Buffer.byteLength(value, 'utf8'));
+      }),
+      { seed: 8, numRuns: 5000 },
+    );
+  });
+});
+
+describe('the format scans accept exactly what upstream’s regular expressions accept', () => {
+  // The expressions as upstream anchors them (content.IsLabelKey, IsLabelValue, IsDNS1123Subdomain).
+  const labelKey = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+  const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+  const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  // Every character class boundary, a trailing newline (which `$` must not skip) and non-ASCII.
+  const text = fc.array(fc.constantFrom('a', 'z', 'A', 'Z', '0', '9', '-', '_', '.', '/', ' ', '\n', 'é', '`', '{', '@', '[', ':'), { maxLength: 9 }).map((chars) => chars.join(''));
+  const params = { seed: 1123, numRuns: 20_000 };
+
+  it('label keys: the name part', () => {
+    fc.assert(
+      fc.property(text, (value) => {
+        const name = value.replaceAll('/', '');
+        assert.equal(isQualifiedName(name).includes(nameFormat), !labelKey.test(name), JSON.stringify(name));
+      }),
+      params,
+    );
+  });
+
+  it('label values', () => {
+    fc.assert(
+      fc.property(text, (value) => {
+        assert.equal(isValidLabelValue(value).includes(labelValueFormat), !labelValue.test(value), JSON.stringify(value));
+      }),
+      params,
+    );
+  });
+
+  it('DNS-1123 subdomains (a label key’s prefix)', () => {
+    fc.assert(
+      fc.property(text, (value) => {
+        const prefix = value.replaceAll('/', '');
+        assert.equal(isQualifiedName(`${prefix}/name`).includes(prefixFormat), prefix !== '' && !subdomain.test(prefix), JSON.stringify(prefix));
+        // Nine characters at most: never over the length limit, so any message is the format's.
+        assert.equal(isDNS1123Subdomain(prefix).length > 0, !subdomain.test(prefix), JSON.stringify(prefix));
+      }),
+      params,
+    );
+  });
+
+  it('scans a 3 MB key, value and prefix in a pass each', () => {
+    // Each near-miss makes a backtracking engine retry at every character.
+    const long = 3_000_000;
+    const started = process.cpuUsage();
+    assert.ok(isQualifiedName(`${'a.'.repeat(long / 2)}-/${'a'.repeat(long)}!`).length > 0);
+    assert.ok(isValidLabelValue(`a${'-'.repeat(long)}`).length > 0);
+    assert.ok(isDNS1123Subdomain(`${'a-'.repeat(long / 2)}.`).length > 0);
+    const used = process.cpuUsage(started);
+    // About 50 ms; the experimental engine took 6 s per 3 MB string.
+    assert.ok(used.user + used.system < 1_500_000, `${((used.user + used.system) / 1000).toFixed(0)} ms`);
+  });
 });
