@@ -8,9 +8,9 @@
  * n and at 4n, runs the whole review path on each (bytes decoded and parsed, every mutating
  * plugin, every validating plugin on the mutated object, the patch, the response serialised) and
  * compares the CPU time. Linear work grows 4-fold, n log n about 4.6-fold at these sizes,
- * quadratic work 16-fold; the bound is 5.5. Each cost is the least CPU time of five runs, each
+ * quadratic work 16-fold; the bound is 6.5 (see maxRatio). Each cost is the least CPU time of five runs, each
  * after a full garbage collection, following a warm-up run at both sizes (which compiles the code
- * the shape reaches); a ratio over the bound is measured twice more before it counts, so a busy
+ * the shape reaches); a ratio over the bound is measured three more times before it counts, so a busy
  * machine cannot fail the test while a quadratic path always does. Before the fixes of the same
  * change the quadratic shapes measured ×7.4 to ×22 here. The review at 4n must also stay under
  * 2 s of CPU (`maxLargeCostMicros`).
@@ -44,12 +44,16 @@ import { allPluginNames, buildPlugins } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { formatPolicyLoadError } from '../../src/tenancy/policy.js';
 
-/** Linear gives 4, n log n about 4.6 for n in the thousands; quadratic gives 16. */
-const maxRatio = 5.5;
+/**
+ * Linear gives 4, n log n about 4.6 for n in the thousands; quadratic gives 16. In a full
+ * `npm test` on a loaded 2-core machine, linear shapes measured up to ×5.9 (a DaemonSet pod: its
+ * larger review's maps outgrow the caches), so the bound is 6.5: still 2.5 times below quadratic.
+ */
+const maxRatio = 6.5;
 /** Runs per size after the warm-up; the least is kept. */
 const repetitions = 5;
 /** A ratio over the bound is measured again this many times in all before the test fails. */
-const attempts = 3;
+const attempts = 4;
 /**
  * The larger review must also cost less than 2 s of CPU. A linear path with a huge constant
  * stalls the webhook as surely as a quadratic one: quantities trimmed and normalised with regular
