@@ -128,8 +128,10 @@ const shapes: readonly Shape[] = [
   {
     name: 'required node affinity, many terms × expressions × values',
     grow: (object, spec, validate) => {
-      // 10 expressions of 5 values each per term, terms as many as fit: every term is reached by
-      // the node's zone label (the index's worst case), and none matches.
+      // 10 expressions of 5 values each per term, terms as many as fit, none matching. On the
+      // validating side every term also holds the group's requirement (dedicated In [gpu]), which
+      // every gpu node reaches: SchedulingWarnings' index visits every term for those nodes, its
+      // worst case, which its budget bounds.
       const term = (i: number): Json => ({
         matchExpressions: [
           ...(validate ? [groupRequirement] : []),
