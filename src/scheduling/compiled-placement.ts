@@ -67,7 +67,8 @@ export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate, univer
       if (!bypassesScheduler && node.spec?.unschedulable === true && !tolerates(unschedulableTaint)) return false;
       for (const taint of taints) {
         if (taint.effect === 'NoSchedule' && !bypassesScheduler && !tolerates(taint)) return false;
-        if (taint.effect === 'NoExecute' && evictsAtOnce(taint) !== undefined) return false;
+        // The scheduler (and the kubelet, for a pinned pod) ignores tolerationSeconds: only an untolerated NoExecute taint keeps the pod off.
+        if (taint.effect === 'NoExecute' && !tolerates(taint)) return false;
       }
       return affinity.matches(node, budget);
     },

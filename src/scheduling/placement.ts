@@ -76,9 +76,13 @@ export function evaluatePlacement(pod: Pod, node: Node, gates: ComparisonOperato
     }
   }
   const affinity = matchRequiredNodeAffinity(spec, node);
-  blocking.push(...affinity.reasons);
-  // An untolerated NoExecute taint blocks scheduling too; its reason comes with the eviction outcome.
-  const schedulable = blocking.length === 0 && eviction.evictAfterSeconds !== 0;
+  for (const reason of affinity.reasons) blocking.push(reason);
+  // An untolerated NoExecute taint blocks scheduling too (and the kubelet's admission of a pinned
+  // pod); its reason comes with the eviction outcome. A tolerated one does not, whatever its
+  // tolerationSeconds: the TaintToleration filter ignores them, so a pod tolerating a NoExecute
+  // taint for 0 s is placed there and then evicted at once (evictAfterSeconds 0).
+  const untoleratedNoExecute = taints.some((taint) => taint.effect === 'NoExecute' && !tolerationsTolerateTaint(tolerations, taint, gates));
+  const schedulable = blocking.length === 0 && !untoleratedNoExecute;
 
   const avoided = bypassesScheduler
     ? []

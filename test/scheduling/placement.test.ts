@@ -89,6 +89,21 @@ describe('evaluatePlacement: the TaintToleration filter and score', () => {
       reason: 'taint maintenance:NoExecute is not tolerated: evicted at once',
     },
     {
+      name: 'a NoExecute taint tolerated for 0 s is schedulable (the TaintToleration filter ignores tolerationSeconds), then evicted at once',
+      pod: pod({ tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }] }),
+      node: node('n', { taints: [{ key: 'maintenance', effect: 'NoExecute' }] }),
+      schedulable: true,
+      preferred: true,
+      reason: 'taint maintenance:NoExecute is tolerated by spec.tolerations[0] for tolerationSeconds 0: evicted at once',
+    },
+    {
+      name: 'a pod pinned by nodeName tolerating a NoExecute taint for 0 s is admitted by the kubelet, then evicted at once',
+      pod: pod({ nodeName: 'n', tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }] }),
+      node: node('n', { taints: [{ key: 'maintenance', effect: 'NoExecute' }] }),
+      schedulable: true,
+      preferred: true,
+    },
+    {
       name: 'a cordoned node refuses a pod that does not tolerate unschedulable',
       pod: pod(),
       node: node('n', { unschedulable: true }),
