@@ -5,6 +5,7 @@
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import { MirrorPodAnnotation, type JsonObject, type Namespace, type Node } from '../api/types.js';
+import type { PluginName } from './registry.js';
 import type { FieldError } from './field-errors.js';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
@@ -100,13 +101,8 @@ export type MutationOutcome =
 
 export type ValidationOutcome = Findings & { readonly denial?: Denial };
 
-export type PluginName =
-  | 'DefaultTolerationSeconds'
-  | 'PodTolerationRestriction'
-  | 'DaemonSetTolerations'
-  | 'DedicatedNodes'
-  | 'TolerationValidation'
-  | 'SchedulingWarnings';
+/** A plugin's name: the names of the registry (src/plugins/registry.ts), the one list of plugins. */
+export type { PluginName };
 
 export interface MutatingPlugin {
   readonly name: PluginName;

@@ -13,17 +13,48 @@ import { createDefaultTolerationSeconds, type DefaultTolerationSecondsConfig } f
 import { createDaemonSetTolerations } from './daemonset-tolerations.js';
 import { createTolerationValidation } from './toleration-validation.js';
 import { createSchedulingWarnings } from './scheduling-warnings.js';
-import type { MutatingPlugin, PluginName, ValidatingPlugin } from './plugin.js';
+import type { MutatingPlugin, ValidatingPlugin } from './plugin.js';
 
-/** Every plugin, in admission order. All are on by default. */
-export const allPluginNames: readonly PluginName[] = [
+/** What the registry builds a plugin from: the settings of the flags and the configuration file. */
+export interface PluginConfiguration {
+  readonly enabled: readonly PluginName[];
+  readonly defaultTolerationSeconds: DefaultTolerationSecondsConfig;
+  readonly podTolerationRestriction: PodTolerationRestrictionConfig;
+  /** Builds DedicatedNodes; absent when tenancy is not configured. */
+  readonly dedicatedNodes?: MutatingPlugin & ValidatingPlugin;
+}
+
+/** How one plugin is built: on the mutating side, the validating side or both; undefined when it has nothing to do. */
+type PluginBuilder = (config: PluginConfiguration) => { readonly mutating?: MutatingPlugin; readonly validating?: ValidatingPlugin } | undefined;
+
+/**
+ * Every plugin, in admission order: the one list. A name here joins PluginName,
+ * `--enable-plugins` and `--disable-plugins` at once, and `builders` below must then build it (the
+ * compiler holds the two together). All are on by default.
+ */
+export const allPluginNames = [
   'DaemonSetTolerations',
   'DefaultTolerationSeconds',
   'PodTolerationRestriction',
   'DedicatedNodes',
   'TolerationValidation',
+  // Last: a pod that is refused needs no warning about where it would have run.
   'SchedulingWarnings',
-];
+] as const;
+
+export type PluginName = (typeof allPluginNames)[number];
+
+const builders: Readonly<Record<PluginName, PluginBuilder>> = {
+  DaemonSetTolerations: () => ({ mutating: createDaemonSetTolerations() }),
+  DefaultTolerationSeconds: (config) => ({ mutating: createDefaultTolerationSeconds(config.defaultTolerationSeconds) }),
+  PodTolerationRestriction: (config) => {
+    const plugin = createPodTolerationRestriction(config.podTolerationRestriction);
+    return { mutating: plugin, validating: plugin };
+  },
+  DedicatedNodes: (config) => (config.dedicatedNodes === undefined ? undefined : { mutating: config.dedicatedNodes, validating: config.dedicatedNodes }),
+  TolerationValidation: () => ({ validating: createTolerationValidation() }),
+  SchedulingWarnings: () => ({ validating: createSchedulingWarnings() }),
+};
 
 export class PluginSelectionError extends Error {
   override readonly name = 'PluginSelectionError';
@@ -49,39 +80,14 @@ export function selectPlugins(enable: readonly string[], disable: readonly strin
   return allPluginNames.filter((name) => !disable.includes(name));
 }
 
-export interface PluginConfiguration {
-  readonly enabled: readonly PluginName[];
-  readonly defaultTolerationSeconds: DefaultTolerationSecondsConfig;
-  readonly podTolerationRestriction: PodTolerationRestrictionConfig;
-  /** Builds DedicatedNodes; absent when tenancy is not configured. */
-  readonly dedicatedNodes?: MutatingPlugin & ValidatingPlugin;
-}
-
 export function buildPlugins(config: PluginConfiguration): { mutating: MutatingPlugin[]; validating: ValidatingPlugin[] } {
-  const on = (name: PluginName): boolean => config.enabled.includes(name);
   const mutating: MutatingPlugin[] = [];
   const validating: ValidatingPlugin[] = [];
-  if (on('DaemonSetTolerations')) {
-    mutating.push(createDaemonSetTolerations());
-  }
-  if (on('DefaultTolerationSeconds')) {
-    mutating.push(createDefaultTolerationSeconds(config.defaultTolerationSeconds));
-  }
-  if (on('PodTolerationRestriction')) {
-    const plugin = createPodTolerationRestriction(config.podTolerationRestriction);
-    mutating.push(plugin);
-    validating.push(plugin);
-  }
-  if (on('DedicatedNodes') && config.dedicatedNodes !== undefined) {
-    mutating.push(config.dedicatedNodes);
-    validating.push(config.dedicatedNodes);
-  }
-  if (on('TolerationValidation')) {
-    validating.push(createTolerationValidation());
-  }
-  // Last: a pod that is refused needs no warning about where it would have run.
-  if (on('SchedulingWarnings')) {
-    validating.push(createSchedulingWarnings());
+  for (const name of allPluginNames) {
+    if (!config.enabled.includes(name)) continue;
+    const built = builders[name](config);
+    if (built?.mutating !== undefined) mutating.push(built.mutating);
+    if (built?.validating !== undefined) validating.push(built.validating);
   }
   return { mutating, validating };
 }
