@@ -2,6 +2,7 @@
 import { defineConfig } from 'eslint/config';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layerConfigs } from './eslint.layers.js';
 
 export default defineConfig(
   { ignores: ['dist/', 'node_modules/', 'coverage/'] },
@@ -9,7 +10,7 @@ export default defineConfig(
   tseslint.configs.strictTypeChecked,
   {
     languageOptions: {
-      parserOptions: { projectService: { allowDefaultProject: ["eslint.config.js"] }, tsconfigRootDir: import.meta.dirname },
+      parserOptions: { projectService: { allowDefaultProject: ["eslint.config.js", "eslint.layers.js"] }, tsconfigRootDir: import.meta.dirname },
     },
     rules: {
       '@typescript-eslint/restrict-template-expressions': ['error', { allowNumber: true, allowBoolean: true }],
@@ -17,6 +18,7 @@ export default defineConfig(
       'no-console': 'off',
     },
   },
+  ...layerConfigs,
   {
     // node:test's describe/it return promises that the runner awaits itself.
     files: ['test/**/*.ts'],

@@ -8,9 +8,9 @@
  *
  * The API server prefixes the message with `admission webhook "<name>" denied the request: `.
  */
-import { aggregateMessage, errorBody } from '../plugins/field-errors.js';
+import { aggregateMessage, errorBody } from '../validation/field-errors.js';
 import type { Denial } from '../plugins/plugin.js';
-import { goQuote } from '../plugins/field-errors.js';
+import { goQuote } from '../validation/field-errors.js';
 
 export interface StatusCause {
   readonly reason: string;

@@ -24,7 +24,7 @@ import { parseDocument } from 'yaml';
 import type { Toleration } from '../api/types.js';
 import { decodeParsedTolerations, goFieldType } from '../tolerations/go-json-tolerations.js';
 import { validateTolerations } from '../tolerations/validate-tolerations.js';
-import { aggregateMessage } from './field-errors.js';
+import { aggregateMessage } from '../validation/field-errors.js';
 import type { PodTolerationRestrictionConfig } from './pod-toleration-restriction.js';
 
 /** A configuration file that cannot be used; the message names the file, the field and the problem. */

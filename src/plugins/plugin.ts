@@ -6,7 +6,7 @@
 import type { FeatureGates } from '../api/feature-gates.js';
 import { MirrorPodAnnotation, type JsonObject, type Namespace, type Node } from '../api/types.js';
 import type { PluginName } from './registry.js';
-import type { FieldError } from './field-errors.js';
+import type { FieldError } from '../validation/field-errors.js';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
 

@@ -13,7 +13,7 @@
  */
 import { resourceKindByResource } from '../api/resource-kinds.js';
 import type { Toleration } from '../api/types.js';
-import type { FieldError } from './field-errors.js';
+import type { FieldError } from '../validation/field-errors.js';
 import type { AdmissionAttributes, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
 import {
   allowsComparisonOperators,

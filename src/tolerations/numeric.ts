@@ -4,7 +4,7 @@
  * (range and syntax, with Go's error text). Values are compared as BigInt: no floating point
  * ever touches a 64-bit value.
  */
-import { goQuote } from '../plugins/field-errors.js';
+import { goQuote } from '../validation/field-errors.js';
 
 /** int64 bounds: -2^63 and 2^63 - 1. */
 export const int64Min = -(2n ** 63n);

@@ -8,7 +8,7 @@
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Toleration } from '../api/types.js';
-import { forbidden, invalid, notSupported, type FieldError } from '../plugins/field-errors.js';
+import { forbidden, invalid, notSupported, type FieldError } from '../validation/field-errors.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { unmarshalTolerations } from './go-json-tolerations.js';
 import { matchingTolerationIn } from './matching.js';

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { JsonObject, Toleration } from '../../src/api/types.js';
-import { aggregateMessage, errorMessage } from '../../src/plugins/field-errors.js';
+import { aggregateMessage, errorMessage } from '../../src/validation/field-errors.js';
 import type { AdmissionAttributes, Operation, PluginContext } from '../../src/plugins/plugin.js';
 import { createTolerationValidation } from '../../src/plugins/toleration-validation.js';
 import { admissionAttributes, pluginContext, podResource, type RequestResource } from '../support/plugin-inputs.js';

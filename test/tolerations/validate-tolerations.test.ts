@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Toleration } from '../../src/api/types.js';
-import { aggregateMessage, errorMessage, type FieldError, type FieldErrorType } from '../../src/plugins/field-errors.js';
+import { aggregateMessage, errorMessage, type FieldError, type FieldErrorType } from '../../src/validation/field-errors.js';
 import {
   allowsComparisonOperators,
   validateOnlyAddedTolerations,

@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { goQuote } from '../../src/plugins/field-errors.js';
+import { goQuote } from '../../src/validation/field-errors.js';
 
 /** strconv.Quote a code point at a time, as goQuote first did: the reference for the faster one. */
 function quoteByCharacter(value: string): string {
