@@ -197,7 +197,8 @@ function denied(
 
 
 /**
- * The last line of defence for DESIGN's rule that an UPDATE only ever adds tolerations: the API
+ * The last line of defence for the rule that an UPDATE only ever adds tolerations
+ * (docs/architecture.md#update-only-appends-tolerations): the API
  * server refuses any UPDATE that removes or rewrites one, so a plugin that did would make every
  * later update of the pod fail. A plugin bug here is "could not decide", never a silent patch.
  */

@@ -1,6 +1,7 @@
 /**
- * Where tolerator finds its cluster (DESIGN §4): `--kubeconfig FILE`, else the in-cluster service
- * account, else no cluster at all (the caller then uses `--cluster-state FILE`, or nothing).
+ * Where tolerator finds its cluster (docs/architecture.md#where-the-cluster-comes-from):
+ * `--kubeconfig FILE`, else the in-cluster service account, else no cluster at all (the caller
+ * then uses `--cluster-state FILE`, or nothing).
  */
 import { KubeConfig } from '@kubernetes/client-node';
 

@@ -7,8 +7,9 @@
  * covers daemon pods created by other means too (a controller that builds pods itself, a replayed
  * manifest), so they are never evicted or kept off a node by the node-condition taints.
  *
- * Which pods count as daemon pods is this project's convention (k8s-semantics §6): a controller
- * ownerReference to an `apps/v1` DaemonSet.
+ * Which pods count as daemon pods is this project's convention
+ * (docs/kubernetes-rules.md#daemonset-tolerations): a controller ownerReference to an `apps/v1`
+ * DaemonSet.
  */
 import type { JsonObject, Pod, Toleration } from '../api/types.js';
 import { TaintKey } from '../api/types.js';
@@ -99,10 +100,10 @@ export function createDaemonSetTolerations() {
       }
       const original = tolerationsOf(pod);
       // On UPDATE the existing tolerations are never rewritten, only missing ones appended
-      // (DESIGN §2: UPDATE is append-only). The controller applies its set when it creates a pod,
-      // never to a running one; replacing an entry would silently change how long a running pod
-      // survives a NoExecute taint, and a webhook that rewrites tolerations on UPDATE fights every
-      // client that sends the pod back as it read it.
+      // (docs/architecture.md#update-only-appends-tolerations). The controller applies its set
+      // when it creates a pod, never to a running one; replacing an entry would silently change
+      // how long a running pod survives a NoExecute taint, and a webhook that rewrites tolerations
+      // on UPDATE fights every client that sends the pod back as it read it.
       const apply = attributes.operation === 'CREATE' ? addOrUpdateToleration : appendMissingToleration;
       let tolerations: readonly Toleration[] = original;
       for (const daemon of daemonSetPodTolerations(pod.spec?.hostNetwork === true)) {

@@ -1,5 +1,6 @@
 /**
- * DedicatedNodes: dedicated-node tenancy per namespace, driven by TenancyPolicies (DESIGN.md §2, §3).
+ * DedicatedNodes: dedicated-node tenancy per namespace, driven by TenancyPolicies
+ * (docs/architecture.md#tenancy-policies).
  *
  * Mutating: a pod created in a namespace of group G (and a DaemonSet's pod template, on CREATE and
  * UPDATE) gets the toleration `<taint.key>=G:<effect>` and the required node affinity
@@ -484,7 +485,10 @@ function whoMay(prepared: Prepared, ownGroup: string, conflict: boolean): string
   return `${from}, and only an infrastructure namespace may reach other groups' nodes`;
 }
 
-/** ToleratesTaint (k8s-semantics §3) for the group's own taint, from the toleration's side. */
+/**
+ * ToleratesTaint (docs/kubernetes-rules.md#toleration-matching) for the group's own taint, from
+ * the toleration's side.
+ */
 function toleratesOwnGroup(toleration: Toleration, taint: { key: string; value: string; effect: string }): boolean {
   if (toleration.effect !== undefined && toleration.effect !== '' && toleration.effect !== taint.effect) {
     return false;

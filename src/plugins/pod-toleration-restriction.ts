@@ -11,7 +11,8 @@
  *
  * Upstream: plugin/pkg/admission/podtolerationrestriction/admission.go. The kubernetes/kubernetes
  * copies read were old; the current logic was read from sanposhiho/kubernetes
- * 059ce4e8a1d958959595b970acaf846259348518 (k8s-semantics §7), tests from the same fork.
+ * 059ce4e8a1d958959595b970acaf846259348518 (docs/kubernetes-rules.md#podtolerationrestriction),
+ * tests from the same fork.
  */
 import type { JsonObject, Namespace, Pod, Toleration } from '../api/types.js';
 import { TaintKey } from '../api/types.js';

@@ -1,7 +1,8 @@
 /**
- * The TenancyPolicy resource (DESIGN.md §3): its type once loaded, and the parsing of one decoded
- * document into it. Every field is checked, and every problem is reported (not only the first),
- * with the file, the field, and for CEL the line and column inside the expression.
+ * The TenancyPolicy resource (docs/architecture.md#tenancy-policies): its type once loaded, and
+ * the parsing of one decoded document into it. Every field is checked, and every problem is
+ * reported (not only the first), with the file, the field, and for CEL the line and column inside
+ * the expression.
  */
 import type { TaintEffect } from '../api/types.js';
 import { compileExpression } from './cel.js';

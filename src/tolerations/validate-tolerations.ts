@@ -4,7 +4,7 @@
  * `validateOnlyAddedTolerations`, `ValidateTolerationsInPodAnnotations`, and the ratchet of
  * pkg/api/pod/util.go `allowTaintTolerationComparisonOperators`. Every check runs and every failure
  * is reported, in upstream's order, with upstream's path, cause type, bad value and text
- * (k8s-semantics §4).
+ * (docs/kubernetes-rules.md#toleration-validation).
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Toleration } from '../api/types.js';

@@ -24,7 +24,8 @@ export function emptyError(): string {
 
 /**
  * content.MaxLenError. The word is "bytes" in the content package the v1.35-era tree reads; older
- * apimachinery said "characters" (k8s-semantics §4 and §10: callers should not pin this word).
+ * apimachinery said "characters" (docs/kubernetes-rules.md#label-and-name-checks: callers should
+ * not pin this word).
  */
 export function maxLenError(length: number): string {
   return `must be no more than ${length} bytes`;

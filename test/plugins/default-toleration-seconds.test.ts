@@ -22,7 +22,7 @@ function admittedTolerations(plugin: ReturnType<typeof createDefaultTolerationSe
 
 describe('DefaultTolerationSeconds', () => {
   // Ported from plugin/pkg/admission/defaulttolerationseconds/admission_test.go (TestForgivenessAdmission),
-  // plus the rules of k8s-semantics §5.
+  // plus the rules of docs/kubernetes-rules.md#defaulttolerationseconds.
   const rows: { name: string; given: Toleration[] | null | undefined; want: Toleration[] }[] = [
     {
       name: 'a pod with no tolerations gets not-ready and unreachable, 300 s each, not-ready first',

@@ -145,7 +145,7 @@ describe('PodTolerationRestriction admit', () => {
     }
   });
 
-  describe('rules (k8s-semantics §7)', () => {
+  describe('rules (docs/kubernetes-rules.md#podtolerationrestriction)', () => {
     const rows: { name: string; given: Given; want: Want }[] = [
       {
         name: 'a namespace without the annotation falls back to the cluster default',

@@ -1,8 +1,9 @@
 /**
  * `toleratesTaint` with `Gt` and `Lt` against a reference model written with BigInt from
- * k8s-semantics §3: both values must be canonical decimal integers (`0`, or an optional `-` and a
- * non-zero leading digit) within int64, and the comparison is strict, "taint < toleration" for Lt
- * and "taint > toleration" for Gt. With the gate off neither operator ever matches.
+ * docs/kubernetes-rules.md#toleration-matching: both values must be canonical decimal integers
+ * (`0`, or an optional `-` and a non-zero leading digit) within int64, and the comparison is
+ * strict, "taint < toleration" for Lt and "taint > toleration" for Gt. With the gate off neither
+ * operator ever matches.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

@@ -1,8 +1,8 @@
 /**
  * DedicatedNodes over generated pods: after the mutating pipeline, a pod created in a namespace of
  * group G carries the group toleration and the requirement `dedicated In [G]` in every required
- * node-selector term that selects anything (k8s-semantics aside: required terms are ORed, so a
- * single term without it would let the pod escape the group).
+ * node-selector term that selects anything (docs/kubernetes-rules.md#node-affinity-matching:
+ * required terms are ORed, so a single term without it would let the pod escape the group).
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';

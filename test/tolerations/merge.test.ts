@@ -82,7 +82,7 @@ describe('isSuperset: the upstream TestIsSuperset table over every pair of named
   }
 });
 
-describe('isSuperset: rules of k8s-semantics §8', () => {
+describe('isSuperset: rules of docs/kubernetes-rules.md#toleration-merge-and-whitelist', () => {
   const rows: { name: string; given: { ss: Toleration; t: Toleration }; want: boolean }[] = [
     {
       name: 'an Equal toleration does not cover an identical one whose operator was left empty',
@@ -186,7 +186,7 @@ describe('verifyAgainstWhitelist: the upstream TestVerifyAgainstWhitelist table'
   }
 });
 
-describe('verifyAgainstWhitelist: rules of k8s-semantics §8', () => {
+describe('verifyAgainstWhitelist: rules of docs/kubernetes-rules.md#toleration-merge-and-whitelist', () => {
   const rows: { name: string; given: { input: Toleration[]; whitelist: Toleration[] }; want: boolean }[] = [
     {
       name: 'an Equal whitelist entry does not cover a toleration whose operator was left empty',
@@ -264,7 +264,7 @@ describe('mergeTolerations: the upstream TestMergeTolerations table', () => {
   }
 });
 
-describe('mergeTolerations: worked results of k8s-semantics §8 (pod first, namespace second)', () => {
+describe('mergeTolerations: worked results of docs/kubernetes-rules.md#toleration-merge-and-whitelist (pod first, namespace second)', () => {
   const noExecute = (tolerationSeconds?: number): Toleration =>
     tolerationSeconds === undefined ? { key: 'k', operator: 'Exists', effect: 'NoExecute' } : { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds };
   const rows: { name: string; given: { pod: Toleration[]; ns: Toleration[] }; want: 'pod' | 'ns' | 'both' }[] = [
