@@ -6,6 +6,8 @@
  * Plugins keep the identity of every part they did not touch, so the walk stops at the first
  * `===` and costs time in proportion to what changed, not to the size of the pod.
  */
+import { isJsonObject } from '../api/types.js';
+
 export type JsonPatchOperation =
   | { readonly op: 'add'; readonly path: string; readonly value: unknown }
   | { readonly op: 'replace'; readonly path: string; readonly value: unknown }
@@ -26,9 +28,6 @@ export function diffJson(original: unknown, changed: unknown): JsonPatchOperatio
   return operations;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function diffInto(original: unknown, changed: unknown, path: string, out: JsonPatchOperation[]): void {
   if (original === changed) {
@@ -38,7 +37,7 @@ function diffInto(original: unknown, changed: unknown, path: string, out: JsonPa
     diffArrays(original, changed, path, out);
     return;
   }
-  if (isObject(original) && isObject(changed)) {
+  if (isJsonObject(original) && isJsonObject(changed)) {
     for (const key of Object.keys(original)) {
       if (!Object.hasOwn(changed, key)) {
         out.push({ op: 'remove', path: `${path}/${escapePointerToken(key)}` });
@@ -124,7 +123,7 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
   if (Array.isArray(a)) {
     return Array.isArray(b) && a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]));
   }
-  if (isObject(a) && isObject(b)) {
+  if (isJsonObject(a) && isJsonObject(b)) {
     const keys = Object.keys(a);
     return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
   }

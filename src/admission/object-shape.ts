@@ -5,6 +5,7 @@
  * checks can refuse a request the API server really sends.
  */
 import { AdmissionError } from './errors.js';
+import { isJsonObject } from '../api/types.js';
 
 type Shape = (
   | { readonly type: 'string' | 'boolean' | 'integer' | 'int32' | 'quantity' }
@@ -90,7 +91,7 @@ export function checkObjectShape(group: string, kind: string, value: unknown, pa
     return;
   }
   check(shape, value, path);
-  if (!isPlainObject((value as Record<string, unknown>).metadata)) {
+  if (!isJsonObject((value as Record<string, unknown>).metadata)) {
     throw new AdmissionError('InvalidField', `${path}.metadata is required`);
   }
 }
@@ -105,9 +106,6 @@ function fail(path: string, expected: string, value: unknown): never {
   throw new AdmissionError('InvalidField', `${path}: expected ${expected}, got ${describe(value)}`);
 }
 
-function isPlainObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function check(shape: Shape, value: unknown, path: string): void {
   if (value === undefined) {
@@ -143,7 +141,7 @@ function check(shape: Shape, value: unknown, path: string): void {
       if (typeof value !== 'string' && (typeof value !== 'number' || !Number.isFinite(value))) fail(path, 'quantity (string or number)', value);
       return;
     case 'object':
-      if (!isPlainObject(value)) fail(path, 'object', value);
+      if (!isJsonObject(value)) fail(path, 'object', value);
       for (const [field, fieldShape] of shape.fields) {
         if (Object.hasOwn(value, field)) {
           check(fieldShape, value[field], `${path}.${field}`);
@@ -151,7 +149,7 @@ function check(shape: Shape, value: unknown, path: string): void {
       }
       return;
     case 'map':
-      if (!isPlainObject(value)) fail(path, 'object', value);
+      if (!isJsonObject(value)) fail(path, 'object', value);
       for (const [key, entry] of Object.entries(value)) {
         check(shape.values, entry, `${path}[${JSON.stringify(key)}]`);
       }

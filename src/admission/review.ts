@@ -3,6 +3,7 @@
  * AdmissionError that says precisely what is wrong. Nothing here decides anything.
  */
 import type { JsonObject } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
 import type { AdmissionAttributes, Operation, UserInfo } from '../plugins/plugin.js';
 import { AdmissionError } from './errors.js';
 import { checkObjectShape } from './object-shape.js';
@@ -74,9 +75,6 @@ function checkNesting(value: object, depth = 1): void {
   }
 }
 
-function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function field(parent: JsonObject, name: string, path: string, type: 'string' | 'boolean' | 'object' | 'array', required: boolean): unknown {
   const value = Object.hasOwn(parent, name) ? parent[name] : undefined;
@@ -86,7 +84,7 @@ function field(parent: JsonObject, name: string, path: string, type: 'string' | 
     }
     return undefined;
   }
-  const ok = type === 'object' ? isObject(value) : type === 'array' ? Array.isArray(value) : typeof value === type;
+  const ok = type === 'object' ? isJsonObject(value) : type === 'array' ? Array.isArray(value) : typeof value === type;
   if (!ok) {
     throw new AdmissionError('InvalidField', `${path}.${name}: expected ${type}, got ${Array.isArray(value) ? 'array' : typeof value}`);
   }
@@ -94,7 +92,7 @@ function field(parent: JsonObject, name: string, path: string, type: 'string' | 
 }
 
 function readReview(review: unknown): ParsedReview {
-  if (!isObject(review)) {
+  if (!isJsonObject(review)) {
     throw new AdmissionError('NotAdmissionReview', 'request body must be a JSON object: an admission.k8s.io/v1 AdmissionReview');
   }
   const apiVersion = review.apiVersion;
@@ -108,7 +106,7 @@ function readReview(review: unknown): ParsedReview {
       `apiVersion ${apiVersion === undefined ? '(missing)' : JSON.stringify(apiVersion)} is not supported; this webhook speaks admission.k8s.io/v1 (set admissionReviewVersions: [v1])`,
     );
   }
-  if (!isObject(review.request)) {
+  if (!isJsonObject(review.request)) {
     throw new AdmissionError('MissingRequest', 'request is required and must be an object');
   }
   const request = review.request;

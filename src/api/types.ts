@@ -10,6 +10,11 @@
 /** A JSON object as it arrives on the wire. */
 export type JsonObject = { [key: string]: unknown };
 
+/** A JSON object: not null, not an array. The one test of it, for every reader of untyped JSON. */
+export function isJsonObject(value: unknown): value is JsonObject {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
 export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
 export type TolerationOperator = 'Exists' | 'Equal' | 'Lt' | 'Gt';
 

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { defaultFeatureGates, featureGateNames, type FeatureGateName, type FeatureGates } from '../api/feature-gates.js';
 import { parseAdmissionConfig } from '../plugins/admission-config.js';
+import { defaultTolerationSeconds } from '../plugins/default-toleration-seconds.js';
 import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-restriction.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { selectPlugins } from '../plugins/registry.js';
@@ -22,12 +23,12 @@ export const admissionFlags = {
   'default-not-ready-toleration-seconds': {
     kind: 'int',
     placeholder: 'SECONDS',
-    help: 'tolerationSeconds of the not-ready:NoExecute toleration added to every pod (default 300)',
+    help: `tolerationSeconds of the not-ready:NoExecute toleration added to every pod (default ${defaultTolerationSeconds})`,
   },
   'default-unreachable-toleration-seconds': {
     kind: 'int',
     placeholder: 'SECONDS',
-    help: 'tolerationSeconds of the unreachable:NoExecute toleration added to every pod (default 300)',
+    help: `tolerationSeconds of the unreachable:NoExecute toleration added to every pod (default ${defaultTolerationSeconds})`,
   },
   'admission-config': {
     kind: 'string',
@@ -86,7 +87,7 @@ function list(raw: string | undefined): string[] {
 function seconds(flags: ParsedFlags, name: string): number {
   const value = flags.values.get(name);
   if (value === undefined) {
-    return 300;
+    return defaultTolerationSeconds;
   }
   const big = value as bigint;
   if (big > BigInt(Number.MAX_SAFE_INTEGER) || big < BigInt(Number.MIN_SAFE_INTEGER)) {

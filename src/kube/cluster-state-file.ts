@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { Namespace, Node } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
 import type { KubeLogger } from './kube-logger.js';
 
 export interface ClusterState {
@@ -79,7 +80,7 @@ export function parseClusterState(text: string, source: string): ClusterState {
   /** `document` names the source and document, `path` the item within it ('' for the document itself). */
   function collect(value: unknown, document: string, path: string, defaultKind: 'Namespace' | 'Node' | undefined): void {
     const where = path === '' ? document : `${document}, ${path}`;
-    if (!isObject(value)) {
+    if (!isJsonObject(value)) {
       throw new Error(`${where}: expected a Kubernetes object, got ${describe(value)}`);
     }
     const kind = typeof value.kind === 'string' ? value.kind : defaultKind;
@@ -141,13 +142,10 @@ export function loadClusterStateFile(path: string, logger: Pick<KubeLogger, 'war
   return staticClusterFacts(state);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
 
 function nameOf(object: Record<string, unknown>): string | undefined {
   const metadata = object.metadata;
-  if (!isObject(metadata)) return undefined;
+  if (!isJsonObject(metadata)) return undefined;
   return typeof metadata.name === 'string' && metadata.name !== '' ? metadata.name : undefined;
 }
 

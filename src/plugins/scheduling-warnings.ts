@@ -18,7 +18,7 @@ export function createSchedulingWarnings(): ValidatingPlugin {
       if (nodes.length === 0) {
         return {};
       }
-      const warnings = schedulingWarnings(object, nodes, context.gates, undefined, schedulingWarningsBudget);
+      const warnings = schedulingWarnings(object, nodes, context.gates, schedulingWarningsBudget);
       return warnings.length === 0 ? {} : { warnings };
     },
   } satisfies ValidatingPlugin;

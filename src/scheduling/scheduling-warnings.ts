@@ -6,8 +6,8 @@
  * (a) A `Gt`/`Lt` toleration on a key that nodes use with values that are not canonical integers
  *     tolerates none of those taints (matching requires a canonical int64 on both sides), which
  *     is almost always a mistake in the taint or the toleration.
- * (b) A pod that can be scheduled on no known node; for a tenant pod the message names its group,
- *     the usual cause being a group without (free) nodes.
+ * (b) A pod that can be scheduled on no known node (for a tenant pod the usual cause is a group
+ *     without free nodes).
  *
  * Cost. The pod is read once (./compiled-placement.ts: O(pod), not counted, as parsing the
  * request already costs that much), then each node costs O(its labels + taints); that work is
@@ -27,11 +27,6 @@ import { compilePlacement } from './compiled-placement.js';
 import { canonicalInt64 } from './toleration-index.js';
 import { clip } from './warning-text.js';
 import { WorkBudget } from './work-budget.js';
-
-export interface TenantGroup {
-  readonly group: string;
-  readonly nodeLabel: string;
-}
 
 /**
  * The work budget of one pod's warnings, in units of ./work-budget.ts (a node label or taint
@@ -60,11 +55,10 @@ export function schedulingWarnings(
   pod: Pod,
   nodes: readonly Node[],
   gates: ComparisonOperatorGate,
-  tenant?: TenantGroup,
   budgetUnits: number = schedulingWarningsBudget,
 ): string[] {
   const budget = new WorkBudget(budgetUnits);
-  return [...nonIntegerTaintWarnings(pod, nodes, budget), ...unschedulableWarnings(pod, nodes, gates, tenant, budget)];
+  return [...nonIntegerTaintWarnings(pod, nodes, budget), ...unschedulableWarnings(pod, nodes, gates, budget)];
 }
 
 /** Up to nodesNamedInWarning entries and a count of all, built without keeping the rest. */
@@ -146,7 +140,7 @@ function nonIntegerTaintWarnings(pod: Pod, nodes: readonly Node[], budget: WorkB
   return warnings;
 }
 
-function unschedulableWarnings(pod: Pod, nodes: readonly Node[], gates: ComparisonOperatorGate, tenant: TenantGroup | undefined, budget: WorkBudget): string[] {
+function unschedulableWarnings(pod: Pod, nodes: readonly Node[], gates: ComparisonOperatorGate, budget: WorkBudget): string[] {
   if (nodes.length === 0) {
     return [];
   }
@@ -166,8 +160,7 @@ function unschedulableWarnings(pod: Pod, nodes: readonly Node[], gates: Comparis
     why.add(() => `${clip(node.metadata.name)}: ${placement.firstReason(node, budget)}`);
   }
   const checked = why.count;
-  const subject =
-    tenant === undefined ? 'the pod' : `the pod (group "${clip(tenant.group)}", which runs only on nodes labelled ${clip(tenant.nodeLabel)}=${clip(tenant.group)})`;
+  const subject = 'the pod';
   if (checked === nodes.length) {
     return [`${subject} cannot be scheduled on any of the ${nodes.length} known nodes: ${why.toString()}`];
   }

@@ -5,6 +5,7 @@
  * the expression.
  */
 import type { TaintEffect } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
 import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
@@ -108,12 +109,12 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
     });
   };
 
-  if (!isObject(document)) {
+  if (!isJsonObject(document)) {
     errors.push({ file: origin.file, message: 'a TenancyPolicy must be an object' });
     return { errors };
   }
   const metadata = document.metadata;
-  const rawName = isObject(metadata) ? metadata.name : undefined;
+  const rawName = isJsonObject(metadata) ? metadata.name : undefined;
   if (typeof rawName === 'string' && rawName.length > 0) {
     name = rawName;
     if (rawName.length > objectNameMaxLength || !objectNameFormat.test(rawName)) {
@@ -127,7 +128,7 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
   }
 
   const spec = document.spec;
-  if (!isObject(spec)) {
+  if (!isJsonObject(spec)) {
     report(['spec'], 'required: an object');
     return { errors };
   }
@@ -207,7 +208,7 @@ function tenantWrittenCautions(name: string, field: 'group' | 'exempt' | 'infras
 }
 
 function parseTaint(taint: unknown, report: (path: readonly string[], message: string) => void): DedicatedTaint | undefined {
-  if (!isObject(taint)) {
+  if (!isJsonObject(taint)) {
     report(['spec', 'taint'], 'required: an object with key and effect (the value is the group)');
     return undefined;
   }
@@ -245,6 +246,3 @@ function show(value: unknown): string {
   return value === undefined ? 'nothing' : JSON.stringify(value);
 }
 
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}

@@ -275,11 +275,6 @@ describe('schedulingWarnings', () => {
     assert.match(warnings[0] ?? '', /^the pod cannot be scheduled on any of the 2 known nodes: cpu-950: taint example\.com\/gen=950:NoSchedule is not tolerated/);
   });
 
-  it("a tenant pod that fits nowhere is warned about with its group's name", () => {
-    const warnings = schedulingWarnings(pod(), nodes, gateOn, { group: 'gpu', nodeLabel: 'dedicated' });
-    assert.match(warnings[0] ?? '', /^the pod \(group "gpu", which runs only on nodes labelled dedicated=gpu\) cannot be scheduled/);
-  });
-
   it('without known nodes nothing is said about schedulability', () => {
     assert.deepEqual(schedulingWarnings(pod(), [], gateOn), []);
   });

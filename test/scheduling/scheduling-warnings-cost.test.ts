@@ -6,7 +6,7 @@
  * Growth: the same work at n and 4n (test/support/scheduling-cost-fixtures.ts), measured by
  * test/support/scheduling-cost-probe.ts in a process of its own (CPU time of the one thread that
  * works, the least of three runs of each size taken in turn). Linear work grows 4×; the tests
- * allow 5× for what noise remains. Growing the pod with the nodes fixed, or the nodes with the pod
+ * allow 6.5× for what noise remains (see maxGrowth). Growing the pod with the nodes fixed, or the nodes with the pod
  * fixed, O(pod × nodes) — the cost before — grows 4× as well; growing both together tells them
  * apart (4× against 16×), and so does a quadratic term in either. Past the budget, more nodes
  * cost nothing more: at most 2×.
@@ -21,8 +21,12 @@ import { schedulingWarnings, schedulingWarningsBudget } from '../../src/scheduli
 import { cluster, gates, growthScenarios, pod, required, tolerateAll } from '../support/scheduling-cost-fixtures.js';
 
 const root = join(import.meta.dirname, '..', '..');
-/** 4n against n: linear is 4, with 25 % for noise. */
-const maxGrowth = 5;
+/**
+ * 4n against n: linear is 4, O(pod × nodes) grown together or a quadratic term 16. 6.5 leaves room
+ * for a loaded machine (one run here, alongside other test processes, crossed 5) and is still 2.5
+ * times below quadratic; the same bound as test/properties/review-cost.test.ts.
+ */
+const maxGrowth = 6.5;
 /** Past the budget the work is the budget's, whatever the cluster: 2× for noise. */
 const maxGrowthPastBudget = 2;
 
@@ -68,7 +72,7 @@ describe('SchedulingWarnings stays within its budget', () => {
   });
 
   it('a budget too small for one node: a warning that says nothing was checked, no exception', () => {
-    assert.deepEqual(schedulingWarnings(unfit, cluster(3), gates, undefined, 5), [
+    assert.deepEqual(schedulingWarnings(unfit, cluster(3), gates, 5), [
       "the pod: where it can be scheduled was not worked out (checked 0 of 3 known nodes; stopped early: the pod is too large to check within the webhook's work limit)",
     ]);
   });
@@ -76,13 +80,13 @@ describe('SchedulingWarnings stays within its budget', () => {
   it('a budget that runs out while explaining a node: the node is counted, its reason says it was not worked out', () => {
     // 40 units: 6 to read the zone label of the three nodes, 25 to check node-0 (3 for its taints,
     // 22 for its ten labels read twice and the name), 9 left of the 27 its reason needs.
-    const [warning = ''] = schedulingWarnings(unfit, cluster(3), gates, undefined, 40);
+    const [warning = ''] = schedulingWarnings(unfit, cluster(3), gates, 40);
     assert.match(warning, /^the pod cannot be scheduled on any of the 1 known nodes checked \(checked 1 of 3 known nodes; stopped early; it may fit one of the others\): node-0: not explained: the webhook stopped early \(work limit\)$/);
   });
 
   it('the non-integer taint warning stops early too, and says so', () => {
     const gt = pod({ tolerations: [{ key: 'example.com/gen', operator: 'Gt', value: '5', effect: 'NoSchedule' }, tolerateAll] });
-    const [warning = ''] = schedulingWarnings(gt, cluster(10), gates, undefined, 7);
+    const [warning = ''] = schedulingWarnings(gt, cluster(10), gates, 7);
     assert.equal(
       warning,
       'spec.tolerations[0] (example.com/gen Gt 5): the taint example.com/gen has a value that is not a canonical integer on node-0 ("high"); node-1 ("high"); Gt never tolerates such a taint (checked 2 of 10 known nodes; stopped early)',
