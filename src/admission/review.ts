@@ -14,7 +14,7 @@ import { checkObjectShape } from './object-shape.js';
  * room while keeping every recursive walk over the object far from the stack limit (about 10,000
  * frames on Node's default stack).
  */
-export const maxNestingDepth = 512;
+const maxNestingDepth = 512;
 
 export interface ParsedReview {
   /** The request's apiVersion, echoed in the response (only admission.k8s.io/v1 is accepted). */

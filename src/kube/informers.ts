@@ -47,7 +47,7 @@ export interface RestartBackoff {
  *   catches up at most 30 s after the apiserver is back.
  * - 2 min: a watch that survived that long was healthy; the next blip deserves a fast retry again.
  */
-export const defaultRestartBackoff: Readonly<RestartBackoff> = { initialMs: 1_000, maxMs: 30_000, resetAfterMs: 120_000 };
+const defaultRestartBackoff: Readonly<RestartBackoff> = { initialMs: 1_000, maxMs: 30_000, resetAfterMs: 120_000 };
 
 /**
  * The delay before restart number `attempt` (0-based): a ceiling of initialMs·2^attempt capped
@@ -76,7 +76,7 @@ export interface WatchTimeout {
  * - graceMs 30 s: the server ends a watch on time unless the connection is dead; 30 s covers the
  *   latency of the closing chunk on a loaded apiserver with a wide margin.
  */
-export const defaultWatchTimeout: Readonly<WatchTimeout> = { minSeconds: 300, graceMs: 30_000 };
+const defaultWatchTimeout: Readonly<WatchTimeout> = { minSeconds: 300, graceMs: 30_000 };
 
 export interface InformerFacts extends ClusterFacts {
   /** Whether each cache has completed its first list (readiness detail for /readyz). */

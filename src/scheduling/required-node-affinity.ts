@@ -100,7 +100,7 @@ export function termFailure(term: NodeSelectorTerm, node: Node): string | undefi
 }
 
 /** labels.NewRequirement's checks, in its order: key, then operator and value count, then values. */
-export function labelRequirementErrors(requirement: NodeSelectorRequirement): string[] {
+function labelRequirementErrors(requirement: NodeSelectorRequirement): string[] {
   const errors: string[] = [];
   visitLabelRequirementErrors(requirement, (error) => errors.push(error()));
   return errors;

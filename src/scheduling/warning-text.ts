@@ -12,13 +12,13 @@
  * (content.IsLabelValue), so every valid value is shown whole; the usual label keys and node
  * names are shorter than this too. Only strings of invalid or unusual length are clipped.
  */
-export const maxQuotedChars = 64;
+const maxQuotedChars = 64;
 
 /**
  * The longest list of values shown: two strings of the longest length above and a separator,
  * enough to recognise a list, short of copying it.
  */
-export const maxListChars = 2 * maxQuotedChars;
+const maxListChars = 2 * maxQuotedChars;
 
 /**
  * The longest reason given for one node. A warning names at most five nodes

@@ -50,7 +50,7 @@ const limits = {
 const maxComprehensionNesting = 1;
 const comprehensionMacros = new Set(['all', 'exists', 'exists_one', 'map', 'filter']);
 
-export const admissionVariableNames = ['object', 'oldObject', 'namespaceObject', 'request'] as const;
+const admissionVariableNames = ['object', 'oldObject', 'namespaceObject', 'request'] as const;
 export type AdmissionVariableName = (typeof admissionVariableNames)[number];
 
 /**

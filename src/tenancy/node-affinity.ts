@@ -21,7 +21,7 @@ export function groupRequirement(nodeLabel: string, group: string): NodeSelector
 }
 
 /** True when `requirement` admits exactly the nodes labelled `<nodeLabel>=G` (values `[G]`, or G repeated). */
-export function isGroupRequirement(requirement: NodeSelectorRequirement, nodeLabel: string, group: string): boolean {
+function isGroupRequirement(requirement: NodeSelectorRequirement, nodeLabel: string, group: string): boolean {
   const values = requirement.values ?? [];
   return requirement.key === nodeLabel && requirement.operator === 'In' && values.length > 0 && values.every((value) => value === group);
 }
@@ -31,7 +31,7 @@ function matchesNothing(term: NodeSelectorTerm): boolean {
   return (term.matchExpressions ?? []).length === 0 && (term.matchFields ?? []).length === 0;
 }
 
-export function termHoldsGroup(term: NodeSelectorTerm, nodeLabel: string, group: string): boolean {
+function termHoldsGroup(term: NodeSelectorTerm, nodeLabel: string, group: string): boolean {
   return matchesNothing(term) || (term.matchExpressions ?? []).some((requirement) => isGroupRequirement(requirement, nodeLabel, group));
 }
 

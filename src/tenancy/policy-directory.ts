@@ -108,7 +108,7 @@ export interface PolicyDirectoryWatch {
   readonly debounceMs?: number;
 }
 
-export const defaultDebounceMs = 250;
+const defaultDebounceMs = 250;
 
 /**
  * Reloads on change and calls back; the initial load is the caller's (`loadPolicyDirectory`).

@@ -10,7 +10,7 @@ import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 
-export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
+const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
 
 /** Deny refuses the request; Warn lets it through with AdmissionReview warnings. */

@@ -135,7 +135,7 @@ export function allowsComparisonOperators(
 }
 
 /** core.TolerationsAnnotationKey: the alpha-era way to give a pod tolerations, still validated. */
-export const tolerationsAnnotationKey = 'scheduler.alpha.kubernetes.io/tolerations';
+const tolerationsAnnotationKey = 'scheduler.alpha.kubernetes.io/tolerations';
 
 /**
  * ValidateTolerationsInPodAnnotations, run by ValidatePodSpecificAnnotations only when the

@@ -18,7 +18,7 @@
  */
 
 /** content.EmptyError. */
-export function emptyError(): string {
+function emptyError(): string {
   return 'must be non-empty';
 }
 
@@ -27,7 +27,7 @@ export function emptyError(): string {
  * apimachinery said "characters" (docs/kubernetes-rules.md#label-and-name-checks: callers should
  * not pin this word).
  */
-export function maxLenError(length: number): string {
+function maxLenError(length: number): string {
   return `must be no more than ${length} bytes`;
 }
 
@@ -158,7 +158,7 @@ const labelValueFmt = `(${labelKeyFmt})?`;
 const labelValueErrMsg =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 /** content.LabelValueMaxLength. */
-export const labelValueMaxLength = 63;
+const labelValueMaxLength = 63;
 
 /** content.IsLabelValue (= validation.IsValidLabelValue): the length message, then the format message. */
 export function isValidLabelValue(value: string): string[] {
