@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
- * The composition root: flags become configuration, and the logger, metrics, cluster state,
- * policies, pipeline and server are built here and handed to one another. No other module
- * creates a singleton or reads process state.
+ * The entry point: it dispatches each command and is the only module that reads process state.
+ * `serve` is composed here: flags become configuration, and the logger, metrics, cluster state,
+ * policies, pipeline and server are built and handed to one another (the policies and pipeline
+ * through src/cli/runtime.ts). The other commands get the process's I/O as a CommandIo and build
+ * their pipeline through src/cli/runtime.ts too. No other module creates a singleton.
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
