@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 /**
- * The composition root: flags become configuration, and the logger, metrics, cluster state,
- * policies, pipeline and server are built here and handed to one another. No other module
- * creates a singleton or reads process state.
+ * The entry point: it dispatches each command and is the only module that reads process state.
+ * `serve` is composed here: flags become configuration, and the logger, metrics, cluster state,
+ * policies, pipeline and server are built and handed to one another (the policies and pipeline
+ * through src/cli/runtime.ts). The other commands get the process's I/O as a CommandIo and build
+ * their pipeline through src/cli/runtime.ts too. No other module creates a singleton.
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
@@ -11,8 +13,9 @@ import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.
 import { AdmissionError } from './admission/errors.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from './cli/options.js';
-import { readReviewInput, reviewFlags, reviewSides, runReview } from './cli/review.js';
-import { explainManifest, policyCautionLines, reviewsFromManifests } from './cli/explain.js';
+import type { Command, CommandIo } from './cli/command.js';
+import { explainCommand } from './cli/explain.js';
+import { reviewCommand } from './cli/review.js';
 import { testCommand } from './cli/policy-test.js';
 import { simulateCommand } from './cli/simulate.js';
 import { createApp } from './http/app.js';
@@ -45,18 +48,30 @@ const serveFlags = {
   help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 
-const offlineFlags = { ...admissionFlags, ...reviewFlags, help: { kind: 'boolean', help: 'show this help' } } as const satisfies Record<string, FlagSpec>;
+let inputLog: Logger | undefined;
 
 /** What the offline commands read and write, passed in so they stay testable. */
-const commandIo = {
-  stdout: (text: string): void => {
+const commandIo: CommandIo = {
+  stdout: (text) => {
     process.stdout.write(text);
   },
-  stderr: (text: string): void => {
+  stderr: (text) => {
     process.stderr.write(text);
   },
-  readFile: (path: string): string => readFileSync(path, 'utf8'),
+  readFile: (path) => readFileSync(path, 'utf8'),
+  readBytes: (path) => readFileSync(path),
+  readStdin: () => readFileSync(0),
+  // Warnings only, and to stderr: an offline command's output is what it writes to stdout.
+  log: () => (inputLog ??= pino({ level: 'warn' }, pino.destination(2))),
 };
+
+/** Every command but serve, which composes the server and so stays in this file. A Map, so that no inherited property is a command. */
+const offlineCommands: ReadonlyMap<string, Command> = new Map([
+  ['review', reviewCommand],
+  ['explain', explainCommand],
+  ['simulate', simulateCommand],
+  ['test', testCommand],
+]);
 
 const commands = `Usage: tolerator <command> [flags]
 
@@ -70,17 +85,13 @@ Commands:
 
 async function main(argv: readonly string[]): Promise<number> {
   const [command, ...rest] = argv;
+  const offline = command === undefined ? undefined : offlineCommands.get(command);
+  if (offline !== undefined) {
+    return offline(rest, commandIo);
+  }
   switch (command) {
     case 'serve':
       return serve(rest);
-    case 'review':
-      return review(rest);
-    case 'explain':
-      return explain(rest);
-    case 'simulate':
-      return simulateCommand(rest, commandIo);
-    case 'test':
-      return testCommand(rest, commandIo);
     case undefined:
     case 'help':
     case '--help':
@@ -209,52 +220,6 @@ async function readClientCaFlag(file: string): Promise<ClientCaBundle> {
   } catch (error) {
     throw new UsageError(`--client-ca-file ${file}: ${error instanceof Error ? error.message : String(error)}`);
   }
-}
-
-async function review(argv: readonly string[]): Promise<number> {
-  const flags = parseFlags(argv, offlineFlags);
-  if (flags.values.get('help') === true) {
-    process.stdout.write(`Usage: tolerator review [FILE|-] [flags]\n\n${usage(offlineFlags)}\n`);
-    return 0;
-  }
-  if (flags.positionals.length > 1) {
-    throw new UsageError('review takes one file (or - for standard input)');
-  }
-  const settings = readAdmissionSettings(flags);
-  const sides = reviewSides(flags.values.get('webhook') as string | undefined);
-  const logger = pino({ level: 'warn' }, pino.destination(2));
-  const clusterFacts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, logger);
-  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
-  const input = readReviewInput(flags.positionals[0], () => readFileSync(0));
-  const response = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
-  process.stdout.write(`${JSON.stringify(response, null, 2)}\n`);
-  return response.response.allowed ? 0 : 1;
-}
-
-async function explain(argv: readonly string[]): Promise<number> {
-  const flags = parseFlags(argv, offlineFlags);
-  if (flags.values.get('help') === true || flags.positionals.length === 0) {
-    process.stdout.write(`Usage: tolerator explain MANIFEST... [flags]\n\n${usage(admissionFlags)}\n`);
-    return flags.positionals.length === 0 ? 2 : 0;
-  }
-  const settings = readAdmissionSettings(flags);
-  const logger = pino({ level: 'warn' }, pino.destination(2));
-  const clusterFacts = settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, logger);
-  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
-  const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
-  for (const line of policyCautionLines(tenancy.current())) {
-    process.stdout.write(`${line}\n\n`);
-  }
-  let allAllowed = true;
-  for (const file of flags.positionals) {
-    const text = file === '-' ? readFileSync(0, 'utf8') : readFileSync(file, 'utf8');
-    for (const entry of reviewsFromManifests({ source: file, text })) {
-      const lines = await explainManifest(pipeline, entry);
-      allAllowed &&= !lines.at(-1)?.includes('result: denied');
-      process.stdout.write(`${lines.join('\n')}\n\n`);
-    }
-  }
-  return allAllowed ? 0 : 1;
 }
 
 // A reader that stops early (`tolerator explain … | head`) is not an error.

@@ -12,7 +12,11 @@ import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Toleration } from '../api/types.js';
 import type { PluginName } from '../plugins/plugin.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
-import { UsageError } from './flags.js';
+import type { CommandIo } from './command.js';
+import { parseFlags, usage, UsageError } from './flags.js';
+import { admissionFlags, readAdmissionSettings } from './options.js';
+import { offlineFlags } from './review.js';
+import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
 
 /** Why each plugin changes a pod, in one sentence a person can act on. */
 const reasons: Record<PluginName, string> = {
@@ -217,4 +221,32 @@ export async function explainManifest(pipeline: Pipeline, entry: ExplainEntry): 
 /** One line per caution of the loaded policies (a rule that reads what tenants write), shown before the explanations. */
 export function policyCautionLines(set: PolicySet): string[] {
   return set.policies.flatMap((policy) => policy.cautions.map((caution) => `caution: ${caution}`));
+}
+
+export async function explainCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+  const flags = parseFlags(argv, offlineFlags);
+  if (flags.values.get('help') === true || flags.positionals.length === 0) {
+    io.stdout(`Usage: tolerator explain MANIFEST... [flags]\n\n${usage(admissionFlags)}\n`);
+    return flags.positionals.length === 0 ? 2 : 0;
+  }
+  const settings = readAdmissionSettings(flags);
+  const logger = io.log();
+  const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
+    logger.warn({ source: settings.clusterStateFile }, warning);
+  });
+  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
+  const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
+  for (const line of policyCautionLines(tenancy.current())) {
+    io.stdout(`${line}\n\n`);
+  }
+  let allAllowed = true;
+  for (const file of flags.positionals) {
+    const text = file === '-' ? Buffer.from(io.readStdin()).toString('utf8') : io.readFile(file);
+    for (const entry of reviewsFromManifests({ source: file, text })) {
+      const lines = await explainManifest(pipeline, entry);
+      allAllowed &&= !lines.at(-1)?.includes('result: denied');
+      io.stdout(`${lines.join('\n')}\n\n`);
+    }
+  }
+  return allAllowed ? 0 : 1;
 }

@@ -34,24 +34,15 @@ import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { JsonObject } from '../api/types.js';
-import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
 import { AdmissionError } from '../admission/errors.js';
 import { jsonEqual, type JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import { parseAdmissionReview } from '../admission/review.js';
-import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
-import { loadPolicyDirectory } from '../tenancy/policy-directory.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
-import { formatPolicyLoadError } from '../tenancy/policy.js';
+import type { CommandIo } from './command.js';
 import { parseFlags, usage, UsageError, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { pipelineFor } from './runtime.js';
-
-export interface CommandIo {
-  readonly stdout: (text: string) => void;
-  readonly stderr: (text: string) => void;
-  readonly readFile: (path: string) => string;
-}
+import { loadPolicies, offlineClusterFacts, pipelineFor } from './runtime.js';
 
 // ---------------------------------------------------------------------------------------------
 // Running one object through the pipeline (shared with `tolerator simulate --mutate`)
@@ -265,18 +256,14 @@ export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readF
   const flags = caseFlags(testCase);
   if (flags.positionals.length > 0) throw new CaseError(`${testCase.file} (${testCase.name}): args must be flags, got ${flags.positionals.join(' ')}`);
   const settings = readAdmissionSettings(flags);
-  let facts: ClusterFacts = emptyClusterFacts;
-  if (settings.clusterStateFile !== undefined) {
-    facts = staticClusterFacts(parseClusterState(io.readFile(settings.clusterStateFile), settings.clusterStateFile));
-  }
+  // A case reports PASS or FAIL; skipped cluster-state documents are not part of that.
+  const facts = offlineClusterFacts(settings.clusterStateFile, io.readFile, () => undefined);
   let set = emptyPolicySet;
   if (settings.policiesDir !== undefined) {
     const dir = settings.policiesDir;
     let cached = policies.get(dir);
     if (cached === undefined) {
-      const loaded = loadPolicyDirectory(dir);
-      if (loaded.errors.length > 0) throw new CaseError(`--policies ${dir}: ${loaded.errors.map(formatPolicyLoadError).join('; ')}`);
-      cached = loaded.set;
+      cached = loadPolicies(dir, '; ');
       for (const caution of cached.policies.flatMap((policy) => policy.cautions)) io.stderr(`tolerator test: caution: --policies ${dir}: ${caution}\n`);
       policies.set(dir, cached);
     }

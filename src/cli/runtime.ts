@@ -1,11 +1,14 @@
 /**
- * Building the admission pipeline and the tenancy policy source from settings: shared by
- * `serve`, the offline commands and the tests, so all of them decide with the same code.
+ * What every command builds from its settings: the admission pipeline, the tenancy policy source
+ * (`--policies`) and, for the offline commands, the cluster state (`--cluster-state`). Shared by
+ * `serve`, the offline commands and the tests, so all of them decide with the same code and
+ * refuse the same broken inputs with the same message.
  */
 import type { Logger } from 'pino';
-import type { ClusterFacts } from '../admission/cluster-facts.js';
+import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
 import { createPipeline, type Pipeline } from '../admission/pipeline.js';
 import type { Metrics } from '../http/metrics.js';
+import { parseClusterState, staticClusterFacts, type ClusterState } from '../kube/cluster-state-file.js';
 import { createDedicatedNodes } from '../plugins/dedicated-nodes.js';
 import { buildPlugins } from '../plugins/registry.js';
 import { loadPolicyDirectory, watchPolicyDirectory } from '../tenancy/policy-directory.js';
@@ -25,13 +28,9 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
   if (dir === undefined) {
     return { current: () => emptyPolicySet, healthy: () => true, close: () => undefined };
   }
-  const initial = loadPolicyDirectory(dir);
-  if (initial.errors.length > 0) {
-    // At startup there is no last good set to fall back on: refuse to start rather than serve
-    // without the tenancy guarantee the operator asked for.
-    throw new UsageError(`--policies ${dir}: ${initial.errors.map(formatPolicyLoadError).join('\n  ')}`);
-  }
-  let current = initial.set;
+  // At startup there is no last good set to fall back on: refuse to start rather than serve
+  // without the tenancy guarantee the operator asked for.
+  let current = loadPolicies(dir);
   let healthy = true;
   metrics?.policiesLoaded.set(current.policies.length);
   logger.info({ dir, policies: current.policies.map((policy) => policy.name) }, 'tenancy policies loaded');
@@ -56,6 +55,36 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
   return { current: () => current, healthy: () => healthy, close: () => {
     watcher.close();
   } };
+}
+
+/**
+ * Reads `--policies DIR` once, or throws a UsageError naming every policy that does not load: no
+ * command decides without the tenancy guarantee the operator asked for. `separator` joins the
+ * errors: one a line for `serve`, `review` and `explain`; `simulate` and `test` report each
+ * problem on one line of their own output, so they pass '; '.
+ */
+export function loadPolicies(dir: string, separator = '\n  '): PolicySet {
+  const loaded = loadPolicyDirectory(dir);
+  if (loaded.errors.length > 0) {
+    throw new UsageError(`--policies ${dir}: ${loaded.errors.map(formatPolicyLoadError).join(separator)}`);
+  }
+  return loaded.set;
+}
+
+/**
+ * Reads a cluster-state file for an offline command (`--cluster-state`, or simulate's `--nodes`).
+ * `readFile` is the command's, so tests can hand it text; each skipped document goes to `warn`,
+ * since whether and how to show it is the command's business.
+ */
+export function readClusterState(file: string, readFile: (path: string) => string, warn: (warning: string) => void): ClusterState {
+  const state = parseClusterState(readFile(file), file);
+  for (const warning of state.warnings) warn(warning);
+  return state;
+}
+
+/** The cluster an offline command decides against: the `--cluster-state` file, else no namespaces and no nodes. */
+export function offlineClusterFacts(file: string | undefined, readFile: (path: string) => string, warn: (warning: string) => void): ClusterFacts {
+  return file === undefined ? emptyClusterFacts : staticClusterFacts(readClusterState(file, readFile, warn));
 }
 
 /** A policy that loads but lets tenants decide for themselves is served, and said so in the log, each time it loads. */

@@ -18,16 +18,15 @@ import type { FeatureGates } from '../api/feature-gates.js';
 import type { JsonObject, Node, Pod } from '../api/types.js';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { Pipeline } from '../admission/pipeline.js';
-import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
+import { staticClusterFacts } from '../kube/cluster-state-file.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { evaluatePlacements, type Placement } from '../scheduling/placement.js';
-import { loadPolicyDirectory } from '../tenancy/policy-directory.js';
-import { emptyPolicySet } from '../tenancy/policy-set.js';
-import { formatPolicyLoadError } from '../tenancy/policy.js';
+import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './flags.js';
 import { admissionFlags, readAdmissionSettings, type AdmissionSettings } from './options.js';
-import { admitObject, type CommandIo } from './policy-test.js';
-import { pipelineFor } from './runtime.js';
+import type { CommandIo } from './command.js';
+import { admitObject } from './policy-test.js';
+import { loadPolicies, pipelineFor, readClusterState } from './runtime.js';
 
 export const simulateFlags = {
   nodes: { kind: 'string', placeholder: 'FILE', help: 'Node manifests (multi-document YAML, JSON, or a v1 List) to simulate against' },
@@ -70,10 +69,16 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
     if (nodesFile === undefined) throw new UsageError('--nodes FILE is required');
     if (flags.positionals.length === 0) throw new UsageError('give at least one file of pods or workloads');
     const settings = readAdmissionSettings(flags);
-    const nodeState = parseClusterState(io.readFile(nodesFile), nodesFile);
+    const warn = (warning: string): void => {
+      io.stderr(`tolerator simulate: ${warning}\n`);
+    };
+    // Warnings about the nodes file wait until it is known to hold nodes at all.
+    const nodeWarnings: string[] = [];
+    const nodeState = readClusterState(nodesFile, io.readFile, (warning) => nodeWarnings.push(warning));
     if (nodeState.nodes.length === 0) throw new InputError(`${nodesFile}: no v1 Node found`);
-    for (const warning of nodeState.warnings) io.stderr(`tolerator simulate: ${warning}\n`);
-    const clusterState = settings.clusterStateFile === undefined ? nodeState : parseClusterState(io.readFile(settings.clusterStateFile), settings.clusterStateFile);
+    nodeWarnings.forEach(warn);
+    // Only its namespaces are used (the nodes come from --nodes); its warnings are not shown.
+    const clusterState = settings.clusterStateFile === undefined ? nodeState : readClusterState(settings.clusterStateFile, io.readFile, () => undefined);
     const subjects = flags.positionals.flatMap((file) => podsInFile(io.readFile(file), file, (warning) => { io.stderr(`tolerator simulate: ${warning}\n`); }));
     if (subjects.length === 0) throw new InputError('no pod or workload found in the given files');
     prepared = {
@@ -112,11 +117,10 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
 /** Without --mutate, only the DaemonSet controller's tolerations are applied (the controller always adds them). */
 const daemonSetOnly: readonly PluginName[] = ['DaemonSetTolerations'];
 
-function policySource(settings: AdmissionSettings): () => typeof emptyPolicySet {
+function policySource(settings: AdmissionSettings): () => PolicySet {
   if (settings.policiesDir === undefined) return () => emptyPolicySet;
-  const loaded = loadPolicyDirectory(settings.policiesDir);
-  if (loaded.errors.length > 0) throw new InputError(`--policies ${settings.policiesDir}: ${loaded.errors.map(formatPolicyLoadError).join('; ')}`);
-  return () => loaded.set;
+  const set = loadPolicies(settings.policiesDir, '; ');
+  return () => set;
 }
 
 async function judge(subject: Subject, nodes: readonly Node[], gates: FeatureGates, running: boolean, pipeline: Pipeline | undefined): Promise<PodReport> {

@@ -3,6 +3,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { applyJsonPatch, lineDiff, testCommand } from '../../src/cli/policy-test.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -18,6 +19,9 @@ async function runTests(argv: readonly string[]): Promise<{ code: number; stdout
       stderr += text;
     },
     readFile: (path) => readFileSync(path, 'utf8'),
+    readBytes: (path) => readFileSync(path),
+    readStdin: () => new Uint8Array(),
+    log: () => pino({ level: 'silent' }),
   });
   return { code, stdout, stderr };
 }

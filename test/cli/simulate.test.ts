@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
+import { pino } from 'pino';
 import { simulateCommand, type PodReport } from '../../src/cli/simulate.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -21,6 +22,9 @@ async function simulate(argv: readonly string[], files: Record<string, string> =
       stderr += text;
     },
     readFile: (path) => files[path] ?? readFileSync(path, 'utf8'),
+    readBytes: (path) => readFileSync(path),
+    readStdin: () => new Uint8Array(),
+    log: () => pino({ level: 'silent' }),
   });
   return { code, stdout, stderr };
 }
