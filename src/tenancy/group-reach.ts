@@ -10,22 +10,25 @@
  * only the label counts, because that is what the tenant's required affinity (which the kubelet
  * re-checks at admission) demands.
  */
-import type { Node, Toleration } from '../api/types.js';
+import type { Node, Taint, Toleration } from '../api/types.js';
+import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
 import type { TenancyPolicy } from './policy.js';
 
+/** See toleratesOwnGroup. */
+const comparisonOperatorsNotHonoured: ComparisonOperatorGate = { TaintTolerationComparisonOperators: false };
+
 /**
- * ToleratesTaint (docs/kubernetes-rules.md#toleration-matching) for the group's own taint, from
- * the toleration's side.
+ * ToleratesTaint (docs/kubernetes-rules.md#toleration-matching) for the group's own taint: does
+ * the tenant carry a toleration that lets it onto its group's nodes?
+ *
+ * The comparison-operator gate is held off here whatever the cluster's gate says, so a `Gt`/`Lt`
+ * toleration never counts as the group's toleration, as it never has. With the gate on, such a
+ * toleration reaches a numeric range of groups, which foreignGroupsTolerated reports (refused
+ * outside an infrastructure namespace); with it off it tolerates nothing. Either way it is not the
+ * `Equal` toleration the mutating side adds.
  */
-export function toleratesOwnGroup(toleration: Toleration, taint: { key: string; value: string; effect: string }): boolean {
-  if (toleration.effect !== undefined && toleration.effect !== '' && toleration.effect !== taint.effect) {
-    return false;
-  }
-  if (toleration.key !== undefined && toleration.key !== '' && toleration.key !== taint.key) {
-    return false;
-  }
-  const operator = toleration.operator ?? '';
-  return operator === 'Exists' || ((operator === '' || operator === 'Equal') && (toleration.value ?? '') === taint.value);
+export function toleratesOwnGroup(toleration: Toleration, taint: Taint): boolean {
+  return toleratesTaint(toleration, taint, comparisonOperatorsNotHonoured);
 }
 
 /**
