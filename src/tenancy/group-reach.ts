@@ -1,0 +1,114 @@
+/**
+ * Which dedicated-node groups a pod reaches under a TenancyPolicy: by toleration (the own group's
+ * taint, or other groups' taints) and by `spec.nodeName` (the groups of the named node). The
+ * DedicatedNodes plugin (src/plugins/dedicated-nodes.ts) decides with these; they are kept apart
+ * from it so the reach rules read, and are tested, without the admission plumbing around them.
+ *
+ * Group membership of a node: its `<nodeLabel>` label is G. For "is this another group's node" a
+ * node carrying the dedicated taint `<taint.key>=H:<effect>` counts as H's as well, because the
+ * taint is what keeps outsiders away and nodeName skips it; for "is this the tenant's own node"
+ * only the label counts, because that is what the tenant's required affinity (which the kubelet
+ * re-checks at admission) demands.
+ */
+import type { Node, Taint, Toleration } from '../api/types.js';
+import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
+import type { TenancyPolicy } from './policy.js';
+
+/** See toleratesOwnGroup. */
+const comparisonOperatorsNotHonoured: ComparisonOperatorGate = { TaintTolerationComparisonOperators: false };
+
+/**
+ * ToleratesTaint (docs/kubernetes-rules.md#toleration-matching) for the group's own taint: does
+ * the tenant carry a toleration that lets it onto its group's nodes?
+ *
+ * The comparison-operator gate is held off here whatever the cluster's gate says, so a `Gt`/`Lt`
+ * toleration never counts as the group's toleration, as it never has. With the gate on, such a
+ * toleration reaches a numeric range of groups, which foreignGroupsTolerated reports (refused
+ * outside an infrastructure namespace); with it off it tolerates nothing. Either way it is not the
+ * `Equal` toleration the mutating side adds.
+ */
+export function toleratesOwnGroup(toleration: Toleration, taint: Taint): boolean {
+  return toleratesTaint(toleration, taint, comparisonOperatorsNotHonoured);
+}
+
+/**
+ * Whether `toleration` tolerates the dedicated taint `<key>=H:<effect>` of some group H other than
+ * `ownGroup` ('' for a namespace of no group), following ToleratesTaint: an empty effect covers
+ * every effect, an empty key every key (whatever the operator), `Exists` every value, `Equal` (or
+ * no operator) its value. Returns what it tolerates, for the message, or undefined.
+ */
+export function foreignGroupsTolerated(toleration: Toleration, policy: TenancyPolicy, ownGroup: string, comparisonOperators: boolean): string | undefined {
+  const { key, effect } = policy.taint;
+  if (toleration.effect !== undefined && toleration.effect !== '' && toleration.effect !== effect) {
+    return undefined;
+  }
+  if (toleration.key !== undefined && toleration.key !== '' && toleration.key !== key) {
+    return undefined;
+  }
+  const operator = toleration.operator ?? '';
+  switch (operator) {
+    case 'Exists':
+      return 'the dedicated taint of every group';
+    case '':
+    case 'Equal': {
+      const value = toleration.value ?? '';
+      // No group is named '' (it means "no group"), and the own group's taint is the point.
+      return value === '' || value === ownGroup ? undefined : `the dedicated taint of group "${value}"`;
+    }
+    case 'Gt':
+    case 'Lt':
+      // With the gate on, a comparison tolerates every group whose name is an integer in its range:
+      // groups not yet created included, so it cannot be shown harmless. Gate off: it tolerates nothing.
+      return comparisonOperators ? 'the dedicated taints of a numeric range of groups' : undefined;
+    default:
+      // An unknown operator tolerates nothing (ToleratesTaint's default case).
+      return undefined;
+  }
+}
+
+/** The groups a node belongs to under `policy`: its label, and any dedicated taint it carries. */
+export function nodeGroups(node: Node, policy: TenancyPolicy): { label: string | undefined; all: ReadonlySet<string> } {
+  const label = node.metadata.labels?.[policy.nodeLabel];
+  const all = new Set<string>();
+  if (label !== undefined && label !== '') {
+    all.add(label);
+  }
+  for (const taint of node.spec?.taints ?? []) {
+    if (taint.key === policy.taint.key && taint.effect === policy.taint.effect && taint.value !== undefined && taint.value !== '') {
+      all.add(taint.value);
+    }
+  }
+  return { label, all };
+}
+
+/** A nodeName pointing at another group's node (`foreign`), or, for a tenant, outside its own group. */
+export function nodeNameProblem(node: Node, policy: TenancyPolicy, ownGroup: string, isTenant: boolean, specPath: string): { foreign: boolean; message: string } | undefined {
+  const groups = nodeGroups(node, policy);
+  const others = [...groups.all].filter((group) => group !== ownGroup);
+  if (others.length > 0) {
+    return {
+      foreign: true,
+      message: `${specPath}.nodeName "${node.metadata.name}" is a node of group ${others.map((g) => `"${g}"`).join(', ')} (policy "${policy.name}")`,
+    };
+  }
+  if (isTenant && groups.label !== ownGroup) {
+    return {
+      foreign: false,
+      message: `${specPath}.nodeName "${node.metadata.name}" is not a node of group "${ownGroup}" (it lacks the label ${policy.nodeLabel}=${ownGroup}, policy "${policy.name}"); tenants of the group may only run on its nodes`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * A nodeName naming no Node reaches every group: `nodeName` skips the scheduler, the kubelet's
+ * admission checks only NoExecute taints, and a kubelet that registers under that name later
+ * (names are predictable with cloud providers and autoscalers) runs the pod on its node whatever
+ * its NoSchedule dedicated taint says.
+ */
+export function missingNodeProblem(nodeName: string, policy: TenancyPolicy, specPath: string): { foreign: true; message: string } {
+  return {
+    foreign: true,
+    message: `${specPath}.nodeName "${nodeName}" names no existing node; its dedicated-node group cannot be determined, and a node registering under that name would run the pod without its ${policy.taint.key}=<group>:${policy.taint.effect} taint applying (policy "${policy.name}")`,
+  };
+}
