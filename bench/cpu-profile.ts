@@ -53,7 +53,7 @@ function area(url: string): string {
   const dist = url.indexOf('/dist/');
   if (dist !== -1) {
     const parts = url.slice(dist + 1).split('/');
-    return parts.length > 2 ? `${parts[0] ?? ''}/${parts[1] ?? ''}/` : (parts.join('/'));
+    return parts.length > 2 ? `${parts[0] ?? ''}/${parts[1] ?? ''}/` : parts.join('/');
   }
   return url;
 }

@@ -25,7 +25,10 @@ export class LoadGenerator {
   private nextId = 1;
 
   constructor(cwd: string) {
-    this.child = spawn('taskset', ['-c', loadCore, process.execPath, '--import', 'tsx', 'bench/load.ts'], { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
+    this.child = spawn('taskset', ['-c', loadCore, process.execPath, '--import', 'tsx', 'bench/load.ts'], {
+      cwd,
+      stdio: ['pipe', 'pipe', 'pipe'],
+    });
     this.child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
       process.stderr.write(`[load] ${chunk}`);
     });
@@ -56,7 +59,11 @@ export class LoadGenerator {
         const cpu = cpuSeconds(serverPid) - cpuStart;
         const wall = (performance.now() - wallStart) / 1000;
         if (message.errors > 0 || message.non2xx > 0) {
-          reject(new Error(`${message.errors} errors (${message.timeouts} timeouts) and ${message.non2xx} non-2xx answers under load: ${JSON.stringify(job.requests.map((r) => r.path))}`));
+          reject(
+            new Error(
+              `${message.errors} errors (${message.timeouts} timeouts) and ${message.non2xx} non-2xx answers under load: ${JSON.stringify(job.requests.map((r) => r.path))}`,
+            ),
+          );
           return;
         }
         resolve({ ...message, serverCpuUsPerRequest: (cpu / message.requests) * 1e6, serverBusy: cpu / wall });
@@ -66,9 +73,11 @@ export class LoadGenerator {
   }
 
   async close(): Promise<void> {
-    const exited = new Promise<void>((resolve) => this.child.once('exit', () => {
-      resolve();
-    }));
+    const exited = new Promise<void>((resolve) =>
+      this.child.once('exit', () => {
+        resolve();
+      }),
+    );
     this.child.stdin.end();
     await exited;
   }

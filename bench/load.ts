@@ -39,7 +39,11 @@ function options(job: LoadJob, seconds: number): autocannon.Options {
   };
 }
 
-function runOnce(job: LoadJob, seconds: number, latencies: Float64Array | undefined): Promise<{ count: number; wallMs: number; result: autocannon.Result }> {
+function runOnce(
+  job: LoadJob,
+  seconds: number,
+  latencies: Float64Array | undefined,
+): Promise<{ count: number; wallMs: number; result: autocannon.Result }> {
   return new Promise((resolve, reject) => {
     let count = 0;
     const started = performance.now();

@@ -59,12 +59,18 @@ export function grownPod(containers: number, tolerations: number): Payload {
       effect: i % 2 === 0 ? 'NoSchedule' : 'PreferNoSchedule',
     }));
   }
-  return { name: `${containers} containers, ${tolerations} tolerations`, path: '/mutate', body: JSON.stringify(review), expectAllowed: true };
+  return {
+    name: `${containers} containers, ${tolerations} tolerations`,
+    path: '/mutate',
+    body: JSON.stringify(review),
+    expectAllowed: true,
+  };
 }
 
 /** The namespaces and nodes the mix needs (as test/fixtures/config/tenancy-cluster.yaml has them). */
 function baseNamespaces(): Json[] {
-  const ns = (name: string, labels: Record<string, string> = {}): Json => namespace(name, { 'kubernetes.io/metadata.name': name, ...labels });
+  const ns = (name: string, labels: Record<string, string> = {}): Json =>
+    namespace(name, { 'kubernetes.io/metadata.name': name, ...labels });
   return [
     ns('shop'),
     ns('ml', { dedicated: 'gpu' }),
@@ -157,7 +163,10 @@ export function writeClusterState(path: string, count: number, nodeCount = 5): v
     const labels = { 'kubernetes.io/metadata.name': name, team: `team-${i % 97}`, environment: i % 3 === 0 ? 'production' : 'staging' };
     const annotations =
       i % 10 === 0
-        ? { 'scheduler.alpha.kubernetes.io/defaultTolerations': '[{"key":"example.com/batch","operator":"Equal","value":"true","effect":"NoSchedule"}]' }
+        ? {
+            'scheduler.alpha.kubernetes.io/defaultTolerations':
+              '[{"key":"example.com/batch","operator":"Equal","value":"true","effect":"NoSchedule"}]',
+          }
         : undefined;
     namespaces.push(namespace(name, labels, annotations));
   }

@@ -142,7 +142,10 @@ function machine(): { nproc: string; cpu: string; node: string; commit: string }
   let commit = 'unknown';
   try {
     commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root, encoding: 'utf8' }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'src'], { cwd: root, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no', '--', 'src'], {
+      cwd: root,
+      encoding: 'utf8',
+    }).trim();
     if (dirty !== '') commit += ' (src/ with uncommitted changes)';
   } catch {
     // not a git checkout
@@ -150,7 +153,9 @@ function machine(): { nproc: string; cpu: string; node: string; commit: string }
   return { nproc, cpu, node: process.version, commit };
 }
 
-async function prepare(dir: string): Promise<{ certificate: Certificate; clusterState: (n: number) => string; policies: (n: number) => string }> {
+async function prepare(
+  dir: string,
+): Promise<{ certificate: Certificate; clusterState: (n: number) => string; policies: (n: number) => string }> {
   const ca = await createCA('tolerator-bench-ca');
   const leaf = await createServingCertificate(ca, ['localhost']);
   const certFile = join(dir, 'tls.crt');
@@ -207,7 +212,9 @@ async function main(): Promise<void> {
     const host = machine();
     return worstSection(rows, [
       `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
-      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg().map((n) => n.toFixed(2)).join(' ')}`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
     ]);
   };
   if (flags.only === 'worst') {
@@ -240,7 +247,14 @@ async function main(): Promise<void> {
   const check = async (server: RunningServer, payloads: readonly Payload[]): Promise<void> => {
     for (const payload of payloads) await checkAnswer(server, payload, certificate);
   };
-  const measure = (server: RunningServer, requests: readonly Payload[], connections: number, seconds: number, warmupSeconds: number, overallRate?: number): Promise<Measurement> => {
+  const measure = (
+    server: RunningServer,
+    requests: readonly Payload[],
+    connections: number,
+    seconds: number,
+    warmupSeconds: number,
+    overallRate?: number,
+  ): Promise<Measurement> => {
     note(`${server.spec.label}: ${connections} connections${overallRate === undefined ? '' : ` at ${overallRate}/s`}, ${seconds} s`);
     return load.measure(server.pid, {
       url: server.url,
@@ -270,13 +284,25 @@ async function main(): Promise<void> {
     out(`# tolerator benchmark`);
     out();
     out(`- date: ${started.toISOString()}`);
-    out(`- command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\` (node --import tsx bench/run.ts)`);
+    out(
+      `- command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\` (node --import tsx bench/run.ts)`,
+    );
     out(`- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}`);
-    out(`- load average at start: ${load0.map((n) => n.toFixed(2)).join(' ')} (other work on the machine shares both cores; compare ratios within this run)`);
-    out(`- servers on core 0 (\`taskset -c 0\`), autocannon on core 1 (\`taskset -c 1\`), HTTPS with keep-alive, certificate from a generated CA (ECDSA P-256)`);
-    out(`- tolerator: \`node --enable-experimental-regexp-engine-on-excessive-backtracks dist/main.js serve --port P --bind-address 127.0.0.1 --tls-cert-file F --tls-private-key-file K --log-level warn|info --policies policies --cluster-state <10 namespaces>\`, logs to /dev/null`);
-    out(`- floor: bench/floor-server.ts, plain \`node:https\`: reads the body, JSON.parse, appends one toleration as a JSON Patch, answers an AdmissionReview`);
-    out(`- reference (not a target): the floor's work behind express 5 and \`express.raw\`, as src/http/app.ts reads bodies (\`floor-server.ts --express\`): what the framework alone adds`);
+    out(
+      `- load average at start: ${load0.map((n) => n.toFixed(2)).join(' ')} (other work on the machine shares both cores; compare ratios within this run)`,
+    );
+    out(
+      `- servers on core 0 (\`taskset -c 0\`), autocannon on core 1 (\`taskset -c 1\`), HTTPS with keep-alive, certificate from a generated CA (ECDSA P-256)`,
+    );
+    out(
+      `- tolerator: \`node --enable-experimental-regexp-engine-on-excessive-backtracks dist/main.js serve --port P --bind-address 127.0.0.1 --tls-cert-file F --tls-private-key-file K --log-level warn|info --policies policies --cluster-state <10 namespaces>\`, logs to /dev/null`,
+    );
+    out(
+      `- floor: bench/floor-server.ts, plain \`node:https\`: reads the body, JSON.parse, appends one toleration as a JSON Patch, answers an AdmissionReview`,
+    );
+    out(
+      `- reference (not a target): the floor's work behind express 5 and \`express.raw\`, as src/http/app.ts reads bodies (\`floor-server.ts --express\`): what the framework alone adds`,
+    );
     out(`- mix (sent in turn on every connection): ${mix.map((p) => `${p.name} ${p.path}`).join(', ')}`);
     out();
 
@@ -288,7 +314,9 @@ async function main(): Promise<void> {
       const expressFloor = await start(expressSpec);
       const main = [floor, warn, info, expressFloor];
       for (const server of main) await check(server, mix);
-      const runs = new Map<RunningServer, { c16: Measurement[]; c64: Measurement[]; fixed: Measurement[] }>(main.map((s) => [s, { c16: [], c64: [], fixed: [] }]));
+      const runs = new Map<RunningServer, { c16: Measurement[]; c64: Measurement[]; fixed: Measurement[] }>(
+        main.map((s) => [s, { c16: [], c64: [], fixed: [] }]),
+      );
       for (let round = 0; round < plan.rounds; round++) {
         const order = [...main.slice(round % main.length), ...main.slice(0, round % main.length)];
         note(`round ${round + 1}/${plan.rounds}: ${order.map((s) => s.spec.label).join(', ')}`);
@@ -300,15 +328,36 @@ async function main(): Promise<void> {
           bucket.fixed.push(await measure(server, mix, 1, plan.seconds, 1, plan.fixedRate));
         }
       }
-      const summaries = new Map([...runs].map(([server, bucket]) => [server, { c16: summarize(bucket.c16), c64: summarize(bucket.c64), fixed: summarize(bucket.fixed) }]));
+      const summaries = new Map(
+        [...runs].map(([server, bucket]) => [
+          server,
+          { c16: summarize(bucket.c16), c64: summarize(bucket.c64), fixed: summarize(bucket.fixed) },
+        ]),
+      );
       const floorSummary = summaries.get(floor);
       if (floorSummary === undefined) throw new Error('no floor measurements');
       out(`## Throughput and latency (median of ${plan.rounds} round${plan.rounds > 1 ? 's' : ''}, server order rotated each round)`);
       out();
-      out(`Throughput: ${plan.seconds} s per run after a warm-up. Latency: autocannon \`overallRate: ${plan.fixedRate}\` on one keep-alive connection — autocannon's limiter sends each connection's share at the start of every second, so with one connection each review is timed alone and nothing queues behind another (more connections would measure their burst).`);
+      out(
+        `Throughput: ${plan.seconds} s per run after a warm-up. Latency: autocannon \`overallRate: ${plan.fixedRate}\` on one keep-alive connection — autocannon's limiter sends each connection's share at the start of every second, so with one connection each review is timed alone and nothing queues behind another (more connections would measure their burst).`,
+      );
       out();
       table(
-        ['server', 'req/s @16', 'ratio', 'req/s @64', 'ratio', 'CPU/req µs', 'ratio by CPU', `p50 ms @${plan.fixedRate}/s`, 'ratio', `p99 ms @${plan.fixedRate}/s`, 'server core busy @64', 'loader core busy @64', 'RSS MiB'],
+        [
+          'server',
+          'req/s @16',
+          'ratio',
+          'req/s @64',
+          'ratio',
+          'CPU/req µs',
+          'ratio by CPU',
+          `p50 ms @${plan.fixedRate}/s`,
+          'ratio',
+          `p99 ms @${plan.fixedRate}/s`,
+          'server core busy @64',
+          'loader core busy @64',
+          'RSS MiB',
+        ],
         main.map((server) => {
           const s = summaries.get(server);
           if (s === undefined) return [];
@@ -329,11 +378,18 @@ async function main(): Promise<void> {
           ];
         }),
       );
-      out(`"ratio by CPU" is the floor's CPU time per request over the server's, measured @64: the throughput ratio both would reach on a core of their own, which other work on the machine disturbs less than req/s.`);
+      out(
+        `"ratio by CPU" is the floor's CPU time per request over the server's, measured @64: the throughput ratio both would reach on a core of their own, which other work on the machine disturbs less than req/s.`,
+      );
       out();
-      out(`Per round (req/s @64): ${main.map((s) => `${s.spec.label}: ${(runs.get(s)?.c64 ?? []).map((r) => fmt.rps(r.rps)).join(' / ')}`).join('; ')}`);
+      out(
+        `Per round (req/s @64): ${main.map((s) => `${s.spec.label}: ${(runs.get(s)?.c64 ?? []).map((r) => fmt.rps(r.rps)).join(' / ')}`).join('; ')}`,
+      );
       out();
-      for (const [server, spec] of [[warn, warnSpec], [info, infoSpec]] as const) {
+      for (const [server, spec] of [
+        [warn, warnSpec],
+        [info, infoSpec],
+      ] as const) {
         const s = summaries.get(server);
         if (s === undefined) continue;
         const throughputRatio = s.c64.rps / floorSummary.c64.rps;
@@ -373,16 +429,35 @@ async function main(): Promise<void> {
         for (const server of order) {
           const throughput = await measure(server, [payload], 16, plan.growthSeconds, 1);
           const fixed = await measure(server, [payload], 1, plan.growthSeconds, 1, plan.growthRate);
-          results.set(server, { rps: throughput.rps, cpuUs: throughput.serverCpuUsPerRequest, busy: throughput.serverBusy, loaderBusy: throughput.loadCpuSeconds / throughput.wallSeconds, p50: fixed.p50, p99: fixed.p99 });
+          results.set(server, {
+            rps: throughput.rps,
+            cpuUs: throughput.serverCpuUsPerRequest,
+            busy: throughput.serverBusy,
+            loaderBusy: throughput.loadCpuSeconds / throughput.wallSeconds,
+            p50: fixed.p50,
+            p99: fixed.p99,
+          });
         }
         const tol = results.get(warn);
         const flo = results.get(floor);
         if (tol !== undefined && flo !== undefined) growth.push({ size, payload, tol, floor: flo, patch: answer.patchOperations });
       }
-      out(`## Cost against pod size (mutate, ${warn.spec.label} and floor; ${plan.growthSeconds} s at 16 connections, p50 at ${plan.growthRate} req/s on one connection)`);
+      out(
+        `## Cost against pod size (mutate, ${warn.spec.label} and floor; ${plan.growthSeconds} s at 16 connections, p50 at ${plan.growthRate} req/s on one connection)`,
+      );
       out();
       table(
-        ['pod', 'body KiB', 'patch ops', 'tolerator req/s', 'floor req/s', 'tolerator CPU/req µs', 'floor CPU/req µs', 'tolerator p50 ms', 'floor p50 ms'],
+        [
+          'pod',
+          'body KiB',
+          'patch ops',
+          'tolerator req/s',
+          'floor req/s',
+          'tolerator CPU/req µs',
+          'floor CPU/req µs',
+          'tolerator p50 ms',
+          'floor p50 ms',
+        ],
         growth.map((g) => [
           g.payload.name,
           fmt.kib(Buffer.byteLength(g.payload.body)),
@@ -397,7 +472,16 @@ async function main(): Promise<void> {
       );
       const cost = (containers: number, tolerations: number): number =>
         growth.find((g) => g.size.containers === containers && g.size.tolerations === tolerations)?.tol.cpuUs ?? Number.NaN;
-      const linear = (name: string, unit: string, small: number, medium: number, large: number, costOf: (n: number) => number, spec: ServerSpec, payload: Payload): void => {
+      const linear = (
+        name: string,
+        unit: string,
+        small: number,
+        medium: number,
+        large: number,
+        costOf: (n: number) => number,
+        spec: ServerSpec,
+        payload: Payload,
+      ): void => {
         // Linear cost a + b·n has the same cost per added item between every pair of sizes; a
         // quadratic term makes the per-item cost of the larger step grow with n. Allow 2× for noise.
         const first = (costOf(medium) - costOf(small)) / (medium - small);
@@ -411,9 +495,28 @@ async function main(): Promise<void> {
           profile: { spec, payloads: [payload], connections: 16 },
         });
       };
-      const largest = (predicate: (g: (typeof growth)[number]) => boolean): Payload => growth.filter(predicate).at(-1)?.payload ?? mix[0] ?? grownPod(1, 0);
-      linear('containers', 'container', 1, 10, 100, (n) => cost(n, 0), warnSpec, largest((g) => g.size.tolerations === 0));
-      linear('tolerations', 'toleration', 0, 50, 500, (n) => cost(1, n), warnSpec, largest((g) => g.size.containers === 1));
+      const largest = (predicate: (g: (typeof growth)[number]) => boolean): Payload =>
+        growth.filter(predicate).at(-1)?.payload ?? mix[0] ?? grownPod(1, 0);
+      linear(
+        'containers',
+        'container',
+        1,
+        10,
+        100,
+        (n) => cost(n, 0),
+        warnSpec,
+        largest((g) => g.size.tolerations === 0),
+      );
+      linear(
+        'tolerations',
+        'toleration',
+        0,
+        50,
+        500,
+        (n) => cost(1, n),
+        warnSpec,
+        largest((g) => g.size.containers === 1),
+      );
       for (const server of main) await stop(server);
 
       // ---- C: tenancy policies ----
@@ -427,7 +530,9 @@ async function main(): Promise<void> {
         await check(server, mix);
         policyServers.set(count, server);
       }
-      const policyRuns = new Map<number, { throughput: Measurement[]; fixed: Measurement[] }>(policyCounts.map((n) => [n, { throughput: [], fixed: [] }]));
+      const policyRuns = new Map<number, { throughput: Measurement[]; fixed: Measurement[] }>(
+        policyCounts.map((n) => [n, { throughput: [], fixed: [] }]),
+      );
       for (let round = 0; round < plan.policyRounds; round++) {
         const order = round % 2 === 0 ? policyCounts : [...policyCounts].reverse();
         for (const count of order) {
@@ -449,14 +554,24 @@ async function main(): Promise<void> {
       const one = policySummary.get(1);
       out(`## Tenancy policies (mix, log warn, 10 namespaces; median of ${plan.policyRounds} rounds, order reversed every other round)`);
       out();
-      out(`Policy 1 is policies/dedicated-by-namespace-label.yaml; the others are the same shape on their own label keys, which no namespace carries, so each is evaluated and gives no group.`);
+      out(
+        `Policy 1 is policies/dedicated-by-namespace-label.yaml; the others are the same shape on their own label keys, which no namespace carries, so each is evaluated and gives no group.`,
+      );
       out();
       table(
         ['policies', 'req/s @16', 'CPU/req µs', 'CPU/req vs 1', `p50 ms @${plan.fixedRate}/s`, 'p50 vs 1', `p99 ms @${plan.fixedRate}/s`],
         policyCounts.map((n) => {
           const s = policySummary.get(n);
           if (s === undefined || one === undefined) return [];
-          return [String(n), fmt.rps(s.rps), fmt.us(s.cpuUs), fmt.ratio(s.cpuUs / one.cpuUs), fmt.ms(s.p50), fmt.ratio(s.p50 / one.p50), fmt.ms(s.p99)];
+          return [
+            String(n),
+            fmt.rps(s.rps),
+            fmt.us(s.cpuUs),
+            fmt.ratio(s.cpuUs / one.cpuUs),
+            fmt.ms(s.p50),
+            fmt.ratio(s.p50 / one.p50),
+            fmt.ms(s.p99),
+          ];
         }),
       );
       const hundred = policySummary.get(100);
@@ -509,7 +624,20 @@ async function main(): Promise<void> {
         }
         await stop(server);
       }
-      table(['namespaces', 'file KiB', 'start to ready s', 'RSS idle MiB', 'RSS after load MiB', 'req/s @16', 'CPU/req µs', `p50 ms @${plan.fixedRate}/s`, `p99 ms @${plan.fixedRate}/s`], namespaceRows);
+      table(
+        [
+          'namespaces',
+          'file KiB',
+          'start to ready s',
+          'RSS idle MiB',
+          'RSS after load MiB',
+          'req/s @16',
+          'CPU/req µs',
+          `p50 ms @${plan.fixedRate}/s`,
+          `p99 ms @${plan.fixedRate}/s`,
+        ],
+        namespaceRows,
+      );
     }
 
     // ---- the worst review ----
@@ -531,7 +659,14 @@ async function main(): Promise<void> {
       let t0 = 0;
       const soak = load.measure(
         server.pid,
-        { url: server.url, connections: 16, seconds: plan.soakSeconds, warmupSeconds: 0, overallRate: rate, requests: mix.map(({ path, body }) => ({ path, body })) },
+        {
+          url: server.url,
+          connections: 16,
+          seconds: plan.soakSeconds,
+          warmupSeconds: 0,
+          overallRate: rate,
+          requests: mix.map(({ path, body }) => ({ path, body })),
+        },
         {
           onMeasuring: () => {
             t0 = performance.now();
@@ -550,7 +685,9 @@ async function main(): Promise<void> {
       }
       const afterWarmup = samples.find((s) => s.at >= plan.soakWarmupSeconds) ?? samples[0];
       const end = samples.at(-1);
-      out(`## Soak (${infoSpec.label}, ${plan.soakSeconds} s at 80 % of its maximum: ${fmt.rps(rate)} req/s offered on 16 connections, part of the main run)`);
+      out(
+        `## Soak (${infoSpec.label}, ${plan.soakSeconds} s at 80 % of its maximum: ${fmt.rps(rate)} req/s offered on 16 connections, part of the main run)`,
+      );
       out();
       if (afterWarmup !== undefined && end !== undefined) {
         const grew = end.rss / afterWarmup.rss - 1;
@@ -558,13 +695,40 @@ async function main(): Promise<void> {
         // RSS saws up and down with each major GC (the heap grows, is collected, shrinks), so two
         // single samples may catch different phases. What stays after collection is the lowest
         // RSS of a window: the 10 s after the warm-up against the last 10 s.
-        const windowMin = (from: number, to: number): number => Math.min(...samples.filter((s) => s.at >= from && s.at < to).map((s) => s.rss));
+        const windowMin = (from: number, to: number): number =>
+          Math.min(...samples.filter((s) => s.at >= from && s.at < to).map((s) => s.rss));
         const early = windowMin(plan.soakWarmupSeconds, plan.soakWarmupSeconds + 10);
         const late = windowMin(plan.soakSeconds - 10, Number.POSITIVE_INFINITY);
         const retained = late / early - 1;
         table(
-          ['req/s achieved', 'requests', 'p50 ms', 'p99 ms', `RSS at ${afterWarmup.at.toFixed(0)} s MiB`, `RSS at ${end.at.toFixed(0)} s MiB`, 'growth', 'peak MiB', `lowest ${plan.soakWarmupSeconds}–${plan.soakWarmupSeconds + 10} s`, 'lowest in last 10 s', 'growth of lowest'],
-          [[fmt.rps(result.rps), result.requests.toLocaleString('en-US'), fmt.ms(result.p50), fmt.ms(result.p99), fmt.mib(afterWarmup.rss), fmt.mib(end.rss), fmt.pct(grew), fmt.mib(peak), fmt.mib(early), fmt.mib(late), fmt.pct(retained)]],
+          [
+            'req/s achieved',
+            'requests',
+            'p50 ms',
+            'p99 ms',
+            `RSS at ${afterWarmup.at.toFixed(0)} s MiB`,
+            `RSS at ${end.at.toFixed(0)} s MiB`,
+            'growth',
+            'peak MiB',
+            `lowest ${plan.soakWarmupSeconds}–${plan.soakWarmupSeconds + 10} s`,
+            'lowest in last 10 s',
+            'growth of lowest',
+          ],
+          [
+            [
+              fmt.rps(result.rps),
+              result.requests.toLocaleString('en-US'),
+              fmt.ms(result.p50),
+              fmt.ms(result.p99),
+              fmt.mib(afterWarmup.rss),
+              fmt.mib(end.rss),
+              fmt.pct(grew),
+              fmt.mib(peak),
+              fmt.mib(early),
+              fmt.mib(late),
+              fmt.pct(retained),
+            ],
+          ],
         );
         out(`RSS every second (MiB): ${samples.map((s) => fmt.mib(s.rss)).join(' ')}`);
         out();
@@ -601,7 +765,9 @@ async function main(): Promise<void> {
         await measure(server, profile.payloads, profile.connections, plan.profileSeconds, plan.warmup);
         await stop(server);
         const file = readdirSync(profileDir).find((name) => name.endsWith('.cpuprofile'));
-        out(`## CPU profile: ${profile.spec.label}, ${profile.payloads.length === 1 ? profile.payloads[0]?.name ?? '' : 'mix'}, ${profile.connections} connections (missed: ${target.name})`);
+        out(
+          `## CPU profile: ${profile.spec.label}, ${profile.payloads.length === 1 ? (profile.payloads[0]?.name ?? '') : 'mix'}, ${profile.connections} connections (missed: ${target.name})`,
+        );
         out();
         if (file === undefined) {
           out('No profile was written (the server did not exit cleanly).');
@@ -612,7 +778,9 @@ async function main(): Promise<void> {
       }
     }
     const load1 = loadavg();
-    out(`Load average at the end: ${load1.map((n) => n.toFixed(2)).join(' ')}; run took ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s.`);
+    out(
+      `Load average at the end: ${load1.map((n) => n.toFixed(2)).join(' ')}; run took ${((Date.now() - started.getTime()) / 1000).toFixed(0)} s.`,
+    );
   } finally {
     for (const server of running) await server.stop();
     await load.close();
@@ -631,7 +799,10 @@ function printProfile(summary: ProfileSummary): void {
   );
   out('Self time by where the code lives:');
   out();
-  table(['self', 'area'], summary.areas.map((a) => [fmt.pct(a.share), a.name]));
+  table(
+    ['self', 'area'],
+    summary.areas.map((a) => [fmt.pct(a.share), a.name]),
+  );
   out("tolerator's own functions (dist/) by inclusive time (with everything they call):");
   out();
   table(

@@ -88,7 +88,16 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
   const node = [process.execPath, '--enable-experimental-regexp-engine-on-excessive-backtracks'];
   if (spec.cpuProfileDir !== undefined) node.push('--cpu-prof', '--cpu-prof-dir', spec.cpuProfileDir);
   if (spec.traceGc === true) node.push('--trace-gc');
-  const tls = ['--port', String(port), '--bind-address', '127.0.0.1', '--tls-cert-file', certificate.certFile, '--tls-private-key-file', certificate.keyFile];
+  const tls = [
+    '--port',
+    String(port),
+    '--bind-address',
+    '127.0.0.1',
+    '--tls-cert-file',
+    certificate.certFile,
+    '--tls-private-key-file',
+    certificate.keyFile,
+  ];
   if (spec.kind !== 'tolerator') {
     return [...node, '--import', 'tsx', 'bench/floor-server.ts', ...tls, ...(spec.kind === 'express-floor' ? ['--express'] : [])];
   }
@@ -138,9 +147,11 @@ export async function startServer(spec: ServerSpec, certificate: Certificate): P
   child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
     stderr = (stderr + chunk).slice(-8000);
   });
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => {
-    resolve(code);
-  }));
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => {
+      resolve(code);
+    }),
+  );
   const pid = child.pid;
   if (pid === undefined) throw new Error(`${spec.label}: could not start`);
 
@@ -190,12 +201,15 @@ async function stopChild(child: ChildProcess, exited: Promise<number | null>): P
 
 function getStatus(port: number, path: string, certificate: Certificate): Promise<number | undefined> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port, path, method: 'GET', ca: certificate.ca, servername: 'localhost', agent: false, timeout: 2000 }, (res) => {
-      res.resume();
-      res.on('end', () => {
-        resolve(res.statusCode);
-      });
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method: 'GET', ca: certificate.ca, servername: 'localhost', agent: false, timeout: 2000 },
+      (res) => {
+        res.resume();
+        res.on('end', () => {
+          resolve(res.statusCode);
+        });
+      },
+    );
     req.on('error', () => {
       resolve(undefined);
     });
@@ -250,7 +264,10 @@ export function checkAnswer(server: RunningServer, payload: Payload, certificate
             reject(new Error(`${where}: allowed ${allowed}, expected ${payload.expectAllowed}: ${text.slice(0, 500)}`));
             return;
           }
-          const patch = answer.response.patch === undefined ? [] : (JSON.parse(Buffer.from(answer.response.patch, 'base64').toString('utf8')) as unknown[]);
+          const patch =
+            answer.response.patch === undefined
+              ? []
+              : (JSON.parse(Buffer.from(answer.response.patch, 'base64').toString('utf8')) as unknown[]);
           resolve({ allowed, patchOperations: patch.length });
         });
       },

@@ -111,7 +111,11 @@ const shapes: readonly Shape[] = [
     grow: (object, spec) => {
       fill(
         maxObjectBytes,
-        (i) => ({ name: `c${i}`, image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '20m', memory: '32Mi' } } }),
+        (i) => ({
+          name: `c${i}`,
+          image: 'registry.k8s.io/pause:3.10',
+          resources: { requests: { cpu: '10m', memory: '16Mi' }, limits: { cpu: '20m', memory: '32Mi' } },
+        }),
         (items) => (spec.containers = items),
         objectBytes(object),
       );
@@ -121,8 +125,19 @@ const shapes: readonly Shape[] = [
     name: 'required node affinity, one term, one expression, many values',
     grow: (object, spec, validate) => {
       const expression = { key: 'topology.kubernetes.io/zone', operator: 'In', values: [] as string[] };
-      spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [...(validate ? [groupRequirement] : []), expression] }] } } };
-      fill(maxObjectBytes, (i) => `z${i}`, (items) => (expression.values = items), objectBytes(object));
+      spec.affinity = {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [...(validate ? [groupRequirement] : []), expression] }],
+          },
+        },
+      };
+      fill(
+        maxObjectBytes,
+        (i) => `z${i}`,
+        (items) => (expression.values = items),
+        objectBytes(object),
+      );
     },
   },
   {
@@ -135,7 +150,11 @@ const shapes: readonly Shape[] = [
       const term = (i: number): Json => ({
         matchExpressions: [
           ...(validate ? [groupRequirement] : []),
-          ...Array.from({ length: 10 }, (_, j) => ({ key: j === 0 ? 'topology.kubernetes.io/zone' : `example.com/k${j}`, operator: j % 2 === 0 ? 'In' : 'NotIn', values: Array.from({ length: 5 }, (_, k) => `t${i}-${j}-${k}`) })),
+          ...Array.from({ length: 10 }, (_, j) => ({
+            key: j === 0 ? 'topology.kubernetes.io/zone' : `example.com/k${j}`,
+            operator: j % 2 === 0 ? 'In' : 'NotIn',
+            values: Array.from({ length: 5 }, (_, k) => `t${i}-${j}-${k}`),
+          })),
         ],
       });
       const required = { nodeSelectorTerms: [] as Json[] };
@@ -152,9 +171,17 @@ const shapes: readonly Shape[] = [
       const metadata = object.metadata as Json;
       metadata.labels = { ...(metadata.labels as Json), 'example.com/long': 'l'.repeat(quarter) };
       metadata.annotations = { 'example.com/long': 'a'.repeat(quarter) };
-      spec.tolerations = [...((spec.tolerations as Json[] | undefined) ?? []), { key: 'example.com/long', operator: 'Equal', value: 'v'.repeat(quarter), effect: 'NoSchedule' }];
+      spec.tolerations = [
+        ...((spec.tolerations as Json[] | undefined) ?? []),
+        { key: 'example.com/long', operator: 'Equal', value: 'v'.repeat(quarter), effect: 'NoSchedule' },
+      ];
       spec.nodeSelector = { 'topology.kubernetes.io/zone': 's'.repeat(quarter) };
-      if (validate) spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [groupRequirement, nowhere] }] } } };
+      if (validate)
+        spec.affinity = {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [groupRequirement, nowhere] }] },
+          },
+        };
     },
   },
   {
@@ -171,7 +198,12 @@ const shapes: readonly Shape[] = [
       const metadata = object.metadata as Json;
       const entry = { manager: 'bench', operation: 'Update', apiVersion: 'v1', fieldsType: 'FieldsV1', fieldsV1: {} as Json };
       metadata.managedFields = [entry];
-      fill(maxObjectBytes, chain, (items) => (entry.fieldsV1 = Object.fromEntries(items.map((value, i) => [`f:c${i}`, value]))), objectBytes(object));
+      fill(
+        maxObjectBytes,
+        chain,
+        (items) => (entry.fieldsV1 = Object.fromEntries(items.map((value, i) => [`f:c${i}`, value]))),
+        objectBytes(object),
+      );
     },
   },
 ];
@@ -179,7 +211,11 @@ const shapes: readonly Shape[] = [
 /** The validating side gets a pod that tolerates its group's taint and requires its group, as DedicatedNodes has made it, and fits no node. */
 function makeUnschedulable(spec: Json): void {
   if (spec.affinity !== undefined) return;
-  spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [groupRequirement, nowhere] }] } } };
+  spec.affinity = {
+    nodeAffinity: {
+      requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [groupRequirement, nowhere] }] },
+    },
+  };
 }
 
 function review(path: LoadRequest['path'], shape: Shape): WorstReview {
@@ -222,8 +258,18 @@ function update(path: LoadRequest['path']): WorstReview {
       const old = structuredClone(object);
       const oldSpec = old.spec as Json;
       const own = (spec.tolerations as Json[] | undefined) ?? [];
-      fill(maxObjectBytes, (i) => ({ key: `example.com/new-${i}`, operator: 'Exists', effect: 'NoSchedule' }), (items) => (spec.tolerations = [...own, ...items]), objectBytes(object));
-      fill(maxObjectBytes, (i) => ({ key: `example.com/old-${i}`, operator: 'Exists', effect: 'NoSchedule' }), (items) => (oldSpec.tolerations = [...own, ...items]), objectBytes(old));
+      fill(
+        maxObjectBytes,
+        (i) => ({ key: `example.com/new-${i}`, operator: 'Exists', effect: 'NoSchedule' }),
+        (items) => (spec.tolerations = [...own, ...items]),
+        objectBytes(object),
+      );
+      fill(
+        maxObjectBytes,
+        (i) => ({ key: `example.com/old-${i}`, operator: 'Exists', effect: 'NoSchedule' }),
+        (items) => (oldSpec.tolerations = [...own, ...items]),
+        objectBytes(old),
+      );
       request.oldObject = old;
       return JSON.stringify(body);
     },

@@ -21,7 +21,16 @@
 import { request as httpsRequest, Agent } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Payload } from './payloads.js';
-import { checkAnswer, peakResidentBytes, residentBytes, resetPeakResident, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
+import {
+  checkAnswer,
+  peakResidentBytes,
+  residentBytes,
+  resetPeakResident,
+  startServer,
+  type Certificate,
+  type RunningServer,
+  type ServerSpec,
+} from './servers.js';
 import { maxObjectBytes, worstReviews, type WorstReview } from './worst-reviews.js';
 
 /** The targets: kube-apiserver's webhook timeout is seconds, but one review holds the only event loop. */

@@ -30,14 +30,22 @@ const serveFlags = {
   ...admissionFlags,
   port: { kind: 'int', placeholder: 'PORT', help: 'HTTPS port (default 8443)' },
   'bind-address': { kind: 'string', placeholder: 'ADDRESS', help: 'address to listen on (default: all interfaces)' },
-  'tls-cert-file': { kind: 'string', placeholder: 'FILE', help: 'serving certificate (PEM); watched and reloaded. Omitted: a development certificate for localhost' },
+  'tls-cert-file': {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'serving certificate (PEM); watched and reloaded. Omitted: a development certificate for localhost',
+  },
   'tls-private-key-file': { kind: 'string', placeholder: 'FILE', help: 'private key of the serving certificate (PEM)' },
   'client-ca-file': {
     kind: 'string',
     placeholder: 'FILE',
     help: 'CA bundle (PEM); when set, every path but /healthz, /readyz and /metrics needs a client certificate one of its CAs signed (401 otherwise); watched and reloaded',
   },
-  kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'kubeconfig to watch Namespaces and Nodes with (else in-cluster config, else --cluster-state)' },
+  kubeconfig: {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'kubeconfig to watch Namespaces and Nodes with (else in-cluster config, else --cluster-state)',
+  },
   'log-level': { kind: 'string', placeholder: 'LEVEL', help: 'debug, info, warn or error (default info)' },
   'shutdown-delay': {
     kind: 'int',
@@ -121,7 +129,8 @@ async function serve(argv: readonly string[]): Promise<number> {
     return 0;
   }
   const str = (name: keyof typeof serveFlags): string | undefined => flags.values.get(name) as string | undefined;
-  const int = (name: keyof typeof serveFlags, fallback: number): number => Number((flags.values.get(name) as bigint | undefined) ?? fallback);
+  const int = (name: keyof typeof serveFlags, fallback: number): number =>
+    Number((flags.values.get(name) as bigint | undefined) ?? fallback);
   const logger = createLogger(str('log-level'));
   const settings = readAdmissionSettings(flags);
   // Read before anything starts watching, so that a bad file ends the process at once.
@@ -135,7 +144,8 @@ async function serve(argv: readonly string[]): Promise<number> {
   const kubeconfigPath = str('kubeconfig');
   const inCluster = (process.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
   const kube = kubeconfigPath !== undefined || inCluster ? await import('./kube/informers.js') : undefined;
-  const kubeConfig = kube === undefined ? undefined : (await import('./kube/kube-config.js')).loadKubeConfig({ kubeconfigPath, env: process.env });
+  const kubeConfig =
+    kube === undefined ? undefined : (await import('./kube/kube-config.js')).loadKubeConfig({ kubeconfigPath, env: process.env });
   let clusterFacts: ClusterFacts;
   if (kube !== undefined && kubeConfig !== undefined) {
     const informers = kube.startInformers({ kubeConfig, logger });
@@ -160,7 +170,9 @@ async function serve(argv: readonly string[]): Promise<number> {
       ? await generateDevelopmentCertificate(new Date())
       : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
   if (certificateFiles === undefined) {
-    logger.warn('no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster');
+    logger.warn(
+      'no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster',
+    );
   }
 
   let shuttingDown = false;
@@ -181,7 +193,10 @@ async function serve(argv: readonly string[]): Promise<number> {
   const port = int('port', 8443);
   const server = await startTlsServer({ app, port, host: str('bind-address'), certificate, certificateFiles, clientCa, logger, metrics });
   if (clientCa !== undefined) {
-    logger.info({ file: clientCa.file, certificates: clientCa.bundle.certificates }, 'client certificates required on every path but /healthz, /readyz and /metrics');
+    logger.info(
+      { file: clientCa.file, certificates: clientCa.bundle.certificates },
+      'client certificates required on every path but /healthz, /readyz and /metrics',
+    );
   }
   logger.info(
     { port: server.address().port, plugins: settings.enabled, featureGates: settings.gates, policies: tenancy.current().policies.length },

@@ -28,7 +28,6 @@ export function diffJson(original: unknown, changed: unknown): JsonPatchOperatio
   return operations;
 }
 
-
 function diffInto(original: unknown, changed: unknown, path: string, out: JsonPatchOperation[]): void {
   if (original === changed) {
     return;

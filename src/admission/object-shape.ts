@@ -106,7 +106,6 @@ function fail(path: string, expected: string, value: unknown): never {
   throw new AdmissionError('InvalidField', `${path}: expected ${expected}, got ${describe(value)}`);
 }
 
-
 function check(shape: Shape, value: unknown, path: string): void {
   if (value === undefined) {
     return;
@@ -138,7 +137,8 @@ function check(shape: Shape, value: unknown, path: string): void {
       if (value > 2 ** 31 - 1 || value < -(2 ** 31)) fail(path, 'integer within int32', value);
       return;
     case 'quantity':
-      if (typeof value !== 'string' && (typeof value !== 'number' || !Number.isFinite(value))) fail(path, 'quantity (string or number)', value);
+      if (typeof value !== 'string' && (typeof value !== 'number' || !Number.isFinite(value)))
+        fail(path, 'quantity (string or number)', value);
       return;
     case 'object':
       if (!isJsonObject(value)) fail(path, 'object', value);

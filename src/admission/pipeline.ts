@@ -122,7 +122,12 @@ export function createPipeline(options: PipelineOptions): Pipeline {
   };
 }
 
-function step(plugin: PluginName, side: WebhookSide, outcome: Findings & { readonly denial?: Denial }, changes: readonly JsonPatchOperation[]): ReviewStep {
+function step(
+  plugin: PluginName,
+  side: WebhookSide,
+  outcome: Findings & { readonly denial?: Denial },
+  changes: readonly JsonPatchOperation[],
+): ReviewStep {
   return {
     plugin,
     side,
@@ -139,7 +144,11 @@ function step(plugin: PluginName, side: WebhookSide, outcome: Findings & { reado
  * API server on a cache miss; a read that cannot be answered rejects, and the review is then
  * undecided (500, the failurePolicy applies) instead of being judged on a guess.
  */
-async function readContext(attributes: AdmissionAttributes, options: PipelineOptions, validating: readonly ValidatingPlugin[]): Promise<PluginContext> {
+async function readContext(
+  attributes: AdmissionAttributes,
+  options: PipelineOptions,
+  validating: readonly ValidatingPlugin[],
+): Promise<PluginContext> {
   const facts = options.clusterFacts;
   const nodeName = validating.some((plugin) => plugin.readsNamedNode?.(attributes) === true) ? namedNodeToJudge(attributes) : undefined;
   const [namespace, namedNode] = await Promise.all([
@@ -167,7 +176,11 @@ function namedNodeToJudge(attributes: AdmissionAttributes): string | undefined {
     return undefined;
   }
   const name = nodeNameAt(attributes.object, kind.podSpecPath);
-  if (name === undefined || name === '' || (attributes.operation === 'UPDATE' && nodeNameAt(attributes.oldObject, kind.podSpecPath) === name)) {
+  if (
+    name === undefined ||
+    name === '' ||
+    (attributes.operation === 'UPDATE' && nodeNameAt(attributes.oldObject, kind.podSpecPath) === name)
+  ) {
     return undefined;
   }
   return isDNS1123Subdomain(name).length === 0 ? name : undefined;
@@ -195,7 +208,6 @@ function denied(
   };
 }
 
-
 /**
  * The last line of defence for the rule that an UPDATE only ever adds tolerations
  * (docs/architecture.md#update-only-appends-tolerations): the API
@@ -213,7 +225,6 @@ function assertAppendOnlyUpdate(attributes: AdmissionAttributes, original: JsonO
     throw new Error('internal error: a mutating plugin removed or rewrote an existing toleration on UPDATE');
   }
 }
-
 
 class FindingsCollector {
   readonly warnings: string[] = [];

@@ -75,8 +75,13 @@ function checkNesting(value: object, depth = 1): void {
   }
 }
 
-
-function field(parent: JsonObject, name: string, path: string, type: 'string' | 'boolean' | 'object' | 'array', required: boolean): unknown {
+function field(
+  parent: JsonObject,
+  name: string,
+  path: string,
+  type: 'string' | 'boolean' | 'object' | 'array',
+  required: boolean,
+): unknown {
   const value = Object.hasOwn(parent, name) ? parent[name] : undefined;
   if (value === undefined || value === null) {
     if (required) {
@@ -98,7 +103,10 @@ function readReview(review: unknown): ParsedReview {
   const apiVersion = review.apiVersion;
   const kind = review.kind;
   if (kind !== 'AdmissionReview') {
-    throw new AdmissionError('NotAdmissionReview', `kind must be "AdmissionReview", got ${kind === undefined ? 'nothing' : JSON.stringify(kind)}`);
+    throw new AdmissionError(
+      'NotAdmissionReview',
+      `kind must be "AdmissionReview", got ${kind === undefined ? 'nothing' : JSON.stringify(kind)}`,
+    );
   }
   if (apiVersion !== 'admission.k8s.io/v1') {
     throw new AdmissionError(
@@ -118,7 +126,10 @@ function readReview(review: unknown): ParsedReview {
   const resourceObject = field(request, 'resource', 'request', 'object', true) as JsonObject;
   const operation = field(request, 'operation', 'request', 'string', true) as string;
   if (!(operations as readonly string[]).includes(operation)) {
-    throw new AdmissionError('InvalidField', `request.operation: unsupported value ${JSON.stringify(operation)}; expected one of CREATE, UPDATE, DELETE, CONNECT`);
+    throw new AdmissionError(
+      'InvalidField',
+      `request.operation: unsupported value ${JSON.stringify(operation)}; expected one of CREATE, UPDATE, DELETE, CONNECT`,
+    );
   }
   const group = (field(kindObject, 'group', 'request.kind', 'string', false) as string | undefined) ?? '';
   const version = field(kindObject, 'version', 'request.kind', 'string', true) as string;
@@ -131,7 +142,8 @@ function readReview(review: unknown): ParsedReview {
   const object = field(request, 'object', 'request', 'object', false) as JsonObject | undefined;
   // A CREATE has no old object and nothing reads one: the API server sends null, and some replay
   // and test tools send {}, whose shape must not decide the answer.
-  const oldObject = operation === 'CREATE' ? undefined : (field(request, 'oldObject', 'request', 'object', false) as JsonObject | undefined);
+  const oldObject =
+    operation === 'CREATE' ? undefined : (field(request, 'oldObject', 'request', 'object', false) as JsonObject | undefined);
   if (object === undefined && (operation === 'CREATE' || operation === 'UPDATE')) {
     throw new AdmissionError('InvalidField', `request.object is required for ${operation}`);
   }

@@ -287,7 +287,16 @@ function quoteGoByte(byte: number): string {
 
 /** strconv.Quote of one rune below U+0100, without the surrounding double quotes. */
 function goQuoteRune(code: number): string {
-  const escapes: Record<number, string> = { 0x07: '\\a', 0x08: '\\b', 0x0c: '\\f', 0x0a: '\\n', 0x0d: '\\r', 0x09: '\\t', 0x0b: '\\v', 0x5c: '\\\\' };
+  const escapes: Record<number, string> = {
+    0x07: '\\a',
+    0x08: '\\b',
+    0x0c: '\\f',
+    0x0a: '\\n',
+    0x0d: '\\r',
+    0x09: '\\t',
+    0x0b: '\\v',
+    0x5c: '\\\\',
+  };
   const escaped = escapes[code];
   if (escaped !== undefined) return escaped;
   const char = String.fromCodePoint(code);

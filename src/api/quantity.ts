@@ -137,9 +137,7 @@ function quantityText(v: string | number): string | undefined {
 }
 
 /** What a suffix scales the number by. */
-type Scale =
-  | { readonly kind: 'decimal'; readonly exponent: number }
-  | { readonly kind: 'binary'; readonly power: number };
+type Scale = { readonly kind: 'decimal'; readonly exponent: number } | { readonly kind: 'binary'; readonly power: number };
 
 /**
  * The scanned parts and the suffix's meaning, or undefined where upstream refuses the string:

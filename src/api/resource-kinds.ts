@@ -14,13 +14,25 @@ export interface ResourceKind {
 const kinds: readonly ResourceKind[] = [
   { group: '', version: 'v1', kind: 'Pod', resource: 'pods', podSpecPath: ['spec'] },
   { group: '', version: 'v1', kind: 'PodTemplate', resource: 'podtemplates', podSpecPath: ['template', 'spec'] },
-  { group: '', version: 'v1', kind: 'ReplicationController', resource: 'replicationcontrollers', podSpecPath: ['spec', 'template', 'spec'] },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'ReplicationController',
+    resource: 'replicationcontrollers',
+    podSpecPath: ['spec', 'template', 'spec'],
+  },
   { group: 'apps', version: 'v1', kind: 'Deployment', resource: 'deployments', podSpecPath: ['spec', 'template', 'spec'] },
   { group: 'apps', version: 'v1', kind: 'ReplicaSet', resource: 'replicasets', podSpecPath: ['spec', 'template', 'spec'] },
   { group: 'apps', version: 'v1', kind: 'StatefulSet', resource: 'statefulsets', podSpecPath: ['spec', 'template', 'spec'] },
   { group: 'apps', version: 'v1', kind: 'DaemonSet', resource: 'daemonsets', podSpecPath: ['spec', 'template', 'spec'] },
   { group: 'batch', version: 'v1', kind: 'Job', resource: 'jobs', podSpecPath: ['spec', 'template', 'spec'] },
-  { group: 'batch', version: 'v1', kind: 'CronJob', resource: 'cronjobs', podSpecPath: ['spec', 'jobTemplate', 'spec', 'template', 'spec'] },
+  {
+    group: 'batch',
+    version: 'v1',
+    kind: 'CronJob',
+    resource: 'cronjobs',
+    podSpecPath: ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
+  },
 ];
 
 /** Looks a manifest's `apiVersion` and `kind` up; undefined for a kind tolerator does not read. */

@@ -24,9 +24,11 @@ const reasons: Record<PluginName, string> = {
     'kube-apiserver gives every pod a bounded stay on a not-ready or unreachable node, so a short outage does not evict it at once and a long one does (DefaultTolerationSeconds)',
   PodTolerationRestriction:
     'pods that request memory (QoS not BestEffort) keep scheduling onto nodes under memory pressure, and a namespace or the cluster may add default tolerations (PodTolerationRestriction)',
-  DaemonSetTolerations: 'a DaemonSet runs one pod on every node whatever its condition, so its pods tolerate the node-condition taints (the DaemonSet controller\'s set)',
-  DedicatedNodes: 'the namespace belongs to a node group: its pods tolerate the group\'s taint and require the group\'s nodes (DedicatedNodes)',
-  TolerationValidation: 'every toleration must pass the API server\'s own validation (TolerationValidation)',
+  DaemonSetTolerations:
+    "a DaemonSet runs one pod on every node whatever its condition, so its pods tolerate the node-condition taints (the DaemonSet controller's set)",
+  DedicatedNodes:
+    "the namespace belongs to a node group: its pods tolerate the group's taint and require the group's nodes (DedicatedNodes)",
+  TolerationValidation: "every toleration must pass the API server's own validation (TolerationValidation)",
   SchedulingWarnings: 'the pod is checked against the nodes the cluster state holds (SchedulingWarnings)',
 };
 
@@ -159,16 +161,22 @@ export function describeChange(operation: JsonPatchOperation): string[] {
   const term = /\/nodeSelectorTerms\/(\d+)\/matchExpressions(?:\/\d+)?$/.exec(path);
   if (term !== null && operation.op === 'add') {
     const added = Array.isArray(operation.value) ? operation.value : [operation.value];
-    return added.map((requirement) => `+ required node affinity, term ${term[1] ?? ''}: ${describeRequirement(requirement)} (ANDed with the term's other requirements)`);
+    return added.map(
+      (requirement) =>
+        `+ required node affinity, term ${term[1] ?? ''}: ${describeRequirement(requirement)} (ANDed with the term's other requirements)`,
+    );
   }
   const affinity = /\/affinity(\/nodeAffinity(\/requiredDuringSchedulingIgnoredDuringExecution)?)?$/.exec(path);
   if (affinity !== null && operation.op === 'add') {
     // Whatever level was added, walk down to the terms it holds.
     let selector = operation.value as Record<string, unknown> | undefined;
     if (affinity[1] === undefined) selector = selector?.nodeAffinity as Record<string, unknown> | undefined;
-    if (affinity[2] === undefined) selector = selector?.requiredDuringSchedulingIgnoredDuringExecution as Record<string, unknown> | undefined;
+    if (affinity[2] === undefined)
+      selector = selector?.requiredDuringSchedulingIgnoredDuringExecution as Record<string, unknown> | undefined;
     const terms = (selector?.nodeSelectorTerms ?? []) as { matchExpressions?: unknown[] }[];
-    return terms.map((term, i) => `+ required node affinity, term ${i}: ${(term.matchExpressions ?? []).map(describeRequirement).join(' AND ')}`);
+    return terms.map(
+      (term, i) => `+ required node affinity, term ${i}: ${(term.matchExpressions ?? []).map(describeRequirement).join(' AND ')}`,
+    );
   }
   return [`${operation.op} ${path}${operation.op === 'remove' ? '' : ` = ${JSON.stringify(operation.value)}`}`];
 }

@@ -18,7 +18,11 @@ export const admissionFlags = {
     placeholder: 'A=true,B=false',
     help: `feature gates, as kube-apiserver's: ${featureGateNames.join(', ')}`,
   },
-  'enable-plugins': { kind: 'string', placeholder: 'P1,P2', help: 'admission plugins to enable besides the default ones (all are on by default)' },
+  'enable-plugins': {
+    kind: 'string',
+    placeholder: 'P1,P2',
+    help: 'admission plugins to enable besides the default ones (all are on by default)',
+  },
   'disable-plugins': { kind: 'string', placeholder: 'P1,P2', help: 'admission plugins to disable' },
   'default-not-ready-toleration-seconds': {
     kind: 'int',

@@ -109,7 +109,10 @@ function resourceOf(kind: string): string {
 export function applyJsonPatch(document: unknown, patch: readonly JsonPatchOperation[]): unknown {
   let root = structuredClone(document);
   for (const operation of patch) {
-    const tokens = operation.path.split('/').slice(1).map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
+    const tokens = operation.path
+      .split('/')
+      .slice(1)
+      .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
     const last = tokens.pop();
     if (last === undefined) {
       root = operation.op === 'remove' ? undefined : structuredClone(operation.value);
@@ -157,7 +160,19 @@ export interface TestCase {
 
 class CaseError extends Error {}
 
-const caseFields = new Set(['name', 'args', 'policies', 'clusterState', 'webhook', 'operation', 'namespace', 'resource', 'oldResource', 'userInfo', 'expect']);
+const caseFields = new Set([
+  'name',
+  'args',
+  'policies',
+  'clusterState',
+  'webhook',
+  'operation',
+  'namespace',
+  'resource',
+  'oldResource',
+  'userInfo',
+  'expect',
+]);
 const pathFlags = ['policies', 'cluster-state', 'admission-config'] as const;
 
 function isObject(value: unknown): value is JsonObject {
@@ -169,22 +184,27 @@ export function parseTestCase(document: unknown, file: string, index: number): T
   const where = `${file}: document ${index + 1}`;
   if (!isObject(document)) throw new CaseError(`${where}: a test case must be a mapping`);
   for (const field of Object.keys(document)) {
-    if (!caseFields.has(field)) throw new CaseError(`${where}: unknown field ${JSON.stringify(field)}; known fields are ${[...caseFields].join(', ')}`);
+    if (!caseFields.has(field))
+      throw new CaseError(`${where}: unknown field ${JSON.stringify(field)}; known fields are ${[...caseFields].join(', ')}`);
   }
   const name = document.name;
   if (typeof name !== 'string' || name === '') throw new CaseError(`${where}: name is required`);
   const at = `${where} (${name})`;
   const args = document.args ?? [];
   if (!Array.isArray(args) || !args.every((arg) => typeof arg === 'string')) throw new CaseError(`${at}: args must be a list of strings`);
-  const allArgs = [...(args)];
-  for (const [field, flag] of [['policies', 'policies'], ['clusterState', 'cluster-state']] as const) {
+  const allArgs = [...args];
+  for (const [field, flag] of [
+    ['policies', 'policies'],
+    ['clusterState', 'cluster-state'],
+  ] as const) {
     const value = document[field];
     if (value === undefined) continue;
     if (typeof value !== 'string') throw new CaseError(`${at}: ${field} must be a path`);
     allArgs.push(`--${flag}=${value}`);
   }
   const webhook = document.webhook ?? 'both';
-  const sides: readonly WebhookSide[] | undefined = webhook === 'both' ? ['mutate', 'validate'] : webhook === 'mutate' || webhook === 'validate' ? [webhook] : undefined;
+  const sides: readonly WebhookSide[] | undefined =
+    webhook === 'both' ? ['mutate', 'validate'] : webhook === 'mutate' || webhook === 'validate' ? [webhook] : undefined;
   if (sides === undefined) throw new CaseError(`${at}: webhook must be both, mutate or validate`);
   const operation = document.operation ?? 'CREATE';
   if (operation !== 'CREATE' && operation !== 'UPDATE') throw new CaseError(`${at}: operation must be CREATE or UPDATE`);
@@ -197,21 +217,40 @@ export function parseTestCase(document: unknown, file: string, index: number): T
   const namespace = document.namespace ?? (typeof metadataNamespace === 'string' ? metadataNamespace : 'default');
   if (typeof namespace !== 'string') throw new CaseError(`${at}: namespace must be a string`);
   const userInfo = document.userInfo;
-  if (userInfo !== undefined && !isObject(userInfo)) throw new CaseError(`${at}: userInfo must be a mapping (username, uid, groups, extra)`);
-  return { name, file, args: allArgs, sides, operation, namespace, resource, oldResource, userInfo, expect: parseExpectation(document.expect, at) };
+  if (userInfo !== undefined && !isObject(userInfo))
+    throw new CaseError(`${at}: userInfo must be a mapping (username, uid, groups, extra)`);
+  return {
+    name,
+    file,
+    args: allArgs,
+    sides,
+    operation,
+    namespace,
+    resource,
+    oldResource,
+    userInfo,
+    expect: parseExpectation(document.expect, at),
+  };
 }
 
 function parseExpectation(expect: unknown, at: string): Expectation {
   if (!isObject(expect) || typeof expect.allowed !== 'boolean') throw new CaseError(`${at}: expect.allowed (true or false) is required`);
   const known = expect.allowed ? ['allowed', 'patched', 'warnings'] : ['allowed', 'message', 'messageContains'];
   for (const field of Object.keys(expect)) {
-    if (!known.includes(field)) throw new CaseError(`${at}: expect.${field} does not go with allowed: ${String(expect.allowed)}; use ${known.join(', ')}`);
+    if (!known.includes(field))
+      throw new CaseError(`${at}: expect.${field} does not go with allowed: ${String(expect.allowed)}; use ${known.join(', ')}`);
   }
   if (expect.allowed) {
-    if (expect.patched !== undefined && !isObject(expect.patched)) throw new CaseError(`${at}: expect.patched must be the resource after the patch`);
+    if (expect.patched !== undefined && !isObject(expect.patched))
+      throw new CaseError(`${at}: expect.patched must be the resource after the patch`);
     const warnings = expect.warnings;
-    if (warnings !== undefined && !(Array.isArray(warnings) && warnings.every((w) => typeof w === 'string'))) throw new CaseError(`${at}: expect.warnings must be a list of strings`);
-    return { allowed: true, ...(expect.patched === undefined ? {} : { patched: expect.patched }), ...(warnings === undefined ? {} : { warnings: warnings }) };
+    if (warnings !== undefined && !(Array.isArray(warnings) && warnings.every((w) => typeof w === 'string')))
+      throw new CaseError(`${at}: expect.warnings must be a list of strings`);
+    return {
+      allowed: true,
+      ...(expect.patched === undefined ? {} : { patched: expect.patched }),
+      ...(warnings === undefined ? {} : { warnings: warnings }),
+    };
   }
   for (const field of ['message', 'messageContains'] as const) {
     if (expect[field] !== undefined && typeof expect[field] !== 'string') throw new CaseError(`${at}: expect.${field} must be a string`);
@@ -252,9 +291,14 @@ export interface CaseResult {
 }
 
 /** Runs one case. `policies` caches loaded policy directories across cases. */
-export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readFile' | 'stderr'>, policies: Map<string, PolicySet> = new Map()): Promise<CaseResult> {
+export async function runTestCase(
+  testCase: TestCase,
+  io: Pick<CommandIo, 'readFile' | 'stderr'>,
+  policies: Map<string, PolicySet> = new Map(),
+): Promise<CaseResult> {
   const flags = caseFlags(testCase);
-  if (flags.positionals.length > 0) throw new CaseError(`${testCase.file} (${testCase.name}): args must be flags, got ${flags.positionals.join(' ')}`);
+  if (flags.positionals.length > 0)
+    throw new CaseError(`${testCase.file} (${testCase.name}): args must be flags, got ${flags.positionals.join(' ')}`);
   const settings = readAdmissionSettings(flags);
   // A case reports PASS or FAIL; skipped cluster-state documents are not part of that.
   const facts = offlineClusterFacts(settings.clusterStateFile, io.readFile, () => undefined);
@@ -264,7 +308,8 @@ export async function runTestCase(testCase: TestCase, io: Pick<CommandIo, 'readF
     let cached = policies.get(dir);
     if (cached === undefined) {
       cached = loadPolicies(dir, '; ');
-      for (const caution of cached.policies.flatMap((policy) => policy.cautions)) io.stderr(`tolerator test: caution: --policies ${dir}: ${caution}\n`);
+      for (const caution of cached.policies.flatMap((policy) => policy.cautions))
+        io.stderr(`tolerator test: caution: --policies ${dir}: ${caution}\n`);
       policies.set(dir, cached);
     }
     set = cached;
@@ -289,7 +334,9 @@ function judge(expect: Expectation, run: AdmissionRun): CaseResult {
   const problems: string[] = [];
   if (expect.allowed) {
     if (expect.patched !== undefined && !jsonEqual(expect.patched, run.object)) {
-      problems.push(`the resource after the patch differs (- expected, + actual):\n${lineDiff(stringify(expect.patched), stringify(run.object))}`);
+      problems.push(
+        `the resource after the patch differs (- expected, + actual):\n${lineDiff(stringify(expect.patched), stringify(run.object))}`,
+      );
     }
     if (expect.warnings !== undefined && !jsonEqual(expect.warnings, run.warnings)) {
       problems.push(`the warnings differ (- expected, + actual):\n${lineDiff(stringify(expect.warnings), stringify(run.warnings))}`);
@@ -365,7 +412,9 @@ export async function testCommand(argv: readonly string[], io: CommandIo): Promi
   try {
     const flags = parseFlags(argv, testFlags);
     if (flags.values.get('help') === true) {
-      io.stdout(`Usage: tolerator test DIR\n\nRuns every *.test.yaml case under DIR through the admission pipeline.\n\n${usage(testFlags)}\n`);
+      io.stdout(
+        `Usage: tolerator test DIR\n\nRuns every *.test.yaml case under DIR through the admission pipeline.\n\n${usage(testFlags)}\n`,
+      );
       return 0;
     }
     if (flags.positionals.length !== 1) throw new UsageError('test takes one directory of *.test.yaml cases');
@@ -395,7 +444,10 @@ export async function testCommand(argv: readonly string[], io: CommandIo): Promi
     } catch (error) {
       // A case that cannot run (bad flags, unreadable files, a review the webhook would refuse to read) fails, and says why.
       const known = error instanceof CaseError || error instanceof UsageError || error instanceof AdmissionError;
-      result = { passed: false, failure: known ? error.message : `could not run: ${error instanceof Error ? error.message : String(error)}` };
+      result = {
+        passed: false,
+        failure: known ? error.message : `could not run: ${error instanceof Error ? error.message : String(error)}`,
+      };
     }
     if (result.passed) {
       io.stdout(`PASS ${label}\n`);

@@ -16,7 +16,11 @@ export const reviewFlags = {
 } as const;
 
 /** The flags of `review`; `explain` takes the same, so a review's command line can be re-run as an explanation. */
-export const offlineFlags = { ...admissionFlags, ...reviewFlags, help: { kind: 'boolean', help: 'show this help' } } as const satisfies Record<string, FlagSpec>;
+export const offlineFlags = {
+  ...admissionFlags,
+  ...reviewFlags,
+  help: { kind: 'boolean', help: 'show this help' },
+} as const satisfies Record<string, FlagSpec>;
 
 export async function reviewCommand(argv: readonly string[], io: CommandIo): Promise<number> {
   const flags = parseFlags(argv, offlineFlags);
@@ -56,4 +60,3 @@ export async function runReview(pipeline: Pipeline, input: Uint8Array, sides: re
   const { decision } = await pipeline.review(parsed, sides);
   return buildAdmissionResponse(parsed.apiVersion, parsed.uid, decision);
 }
-

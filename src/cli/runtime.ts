@@ -52,9 +52,13 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
       logger.error({ dir, errors: errors.map(formatPolicyLoadError) }, 'tenancy policies not reloaded; the last good set keeps serving');
     },
   });
-  return { current: () => current, healthy: () => healthy, close: () => {
-    watcher.close();
-  } };
+  return {
+    current: () => current,
+    healthy: () => healthy,
+    close: () => {
+      watcher.close();
+    },
+  };
 }
 
 /**
@@ -83,7 +87,11 @@ export function readClusterState(file: string, readFile: (path: string) => strin
 }
 
 /** The cluster an offline command decides against: the `--cluster-state` file, else no namespaces and no nodes. */
-export function offlineClusterFacts(file: string | undefined, readFile: (path: string) => string, warn: (warning: string) => void): ClusterFacts {
+export function offlineClusterFacts(
+  file: string | undefined,
+  readFile: (path: string) => string,
+  warn: (warning: string) => void,
+): ClusterFacts {
   return file === undefined ? emptyClusterFacts : staticClusterFacts(readClusterState(file, readFile, warn));
 }
 
@@ -105,4 +113,3 @@ export function pipelineFor(settings: AdmissionSettings, clusterFacts: ClusterFa
   });
   return createPipeline({ ...plugins, gates: settings.gates, clusterFacts });
 }
-

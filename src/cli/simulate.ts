@@ -55,7 +55,15 @@ interface Subject {
 class InputError extends Error {}
 
 export async function simulateCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  let prepared: { subjects: Subject[]; nodes: readonly Node[]; settings: AdmissionSettings; facts: ClusterFacts; output: 'table' | 'json'; running: boolean; mutate: boolean };
+  let prepared: {
+    subjects: Subject[];
+    nodes: readonly Node[];
+    settings: AdmissionSettings;
+    facts: ClusterFacts;
+    output: 'table' | 'json';
+    running: boolean;
+    mutate: boolean;
+  };
   try {
     const flags = parseFlags(shortOutputFlag(argv), simulateFlags);
     if (flags.values.get('help') === true) {
@@ -78,8 +86,13 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
     if (nodeState.nodes.length === 0) throw new InputError(`${nodesFile}: no v1 Node found`);
     nodeWarnings.forEach(warn);
     // Only its namespaces are used (the nodes come from --nodes); its warnings are not shown.
-    const clusterState = settings.clusterStateFile === undefined ? nodeState : readClusterState(settings.clusterStateFile, io.readFile, () => undefined);
-    const subjects = flags.positionals.flatMap((file) => podsInFile(io.readFile(file), file, (warning) => { io.stderr(`tolerator simulate: ${warning}\n`); }));
+    const clusterState =
+      settings.clusterStateFile === undefined ? nodeState : readClusterState(settings.clusterStateFile, io.readFile, () => undefined);
+    const subjects = flags.positionals.flatMap((file) =>
+      podsInFile(io.readFile(file), file, (warning) => {
+        io.stderr(`tolerator simulate: ${warning}\n`);
+      }),
+    );
     if (subjects.length === 0) throw new InputError('no pod or workload found in the given files');
     prepared = {
       subjects,
@@ -97,7 +110,9 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
   const { subjects, nodes, settings, facts, running } = prepared;
   let pipeline: Pipeline;
   try {
-    pipeline = prepared.mutate ? pipelineFor(settings, facts, policySource(settings)) : pipelineFor({ ...settings, enabled: daemonSetOnly }, facts, () => emptyPolicySet);
+    pipeline = prepared.mutate
+      ? pipelineFor(settings, facts, policySource(settings))
+      : pipelineFor({ ...settings, enabled: daemonSetOnly }, facts, () => emptyPolicySet);
   } catch (error) {
     return inputError(io, error);
   }
@@ -109,7 +124,11 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
   io.stdout(prepared.output === 'json' ? `${JSON.stringify(reports, null, 2)}\n` : renderTable(reports));
   const placed = (report: PodReport): boolean => report.denied === undefined && report.nodes.some((placement) => placement.schedulable);
   for (const report of reports.filter((r) => !placed(r))) {
-    io.stderr(report.denied === undefined ? `tolerator simulate: ${report.pod} fits none of the ${nodes.length} nodes\n` : `tolerator simulate: ${report.pod} is denied by admission: ${report.denied}\n`);
+    io.stderr(
+      report.denied === undefined
+        ? `tolerator simulate: ${report.pod} fits none of the ${nodes.length} nodes\n`
+        : `tolerator simulate: ${report.pod} is denied by admission: ${report.denied}\n`,
+    );
   }
   return reports.every(placed) ? 0 : 1;
 }
@@ -123,10 +142,21 @@ function policySource(settings: AdmissionSettings): () => PolicySet {
   return () => set;
 }
 
-async function judge(subject: Subject, nodes: readonly Node[], gates: FeatureGates, running: boolean, pipeline: Pipeline | undefined): Promise<PodReport> {
+async function judge(
+  subject: Subject,
+  nodes: readonly Node[],
+  gates: FeatureGates,
+  running: boolean,
+  pipeline: Pipeline | undefined,
+): Promise<PodReport> {
   let pod = subject.pod;
   if (pipeline !== undefined) {
-    const run = await admitObject(pipeline, { object: pod, operation: 'CREATE', namespace: subject.namespace, sides: ['mutate', 'validate'] });
+    const run = await admitObject(pipeline, {
+      object: pod,
+      operation: 'CREATE',
+      namespace: subject.namespace,
+      sides: ['mutate', 'validate'],
+    });
     if (!run.allowed) {
       return { pod: subject.label, nodes: [], denied: run.message ?? 'denied' };
     }
@@ -170,7 +200,8 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
     if (!isObject(value)) throw new InputError(`${where}: expected a Kubernetes object`);
     const kind = typeof value.kind === 'string' ? value.kind : '';
     const metadata = isObject(value.metadata) ? value.metadata : {};
-    const name = typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : '(unnamed)';
+    const name =
+      typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : '(unnamed)';
     const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
     const label = `${kind}/${name}`;
     if (kind === 'List' || kind.endsWith('List')) {
@@ -184,7 +215,14 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
       subjects.push({ label, pod: value, namespace, fromDaemonSet: false });
       return;
     }
-    const template = kind === 'PodTemplate' ? value.template : kind === 'CronJob' ? dig(value, ['spec', 'jobTemplate', 'spec', 'template']) : templateKinds.has(kind) ? dig(value, ['spec', 'template']) : undefined;
+    const template =
+      kind === 'PodTemplate'
+        ? value.template
+        : kind === 'CronJob'
+          ? dig(value, ['spec', 'jobTemplate', 'spec', 'template'])
+          : templateKinds.has(kind)
+            ? dig(value, ['spec', 'template'])
+            : undefined;
     if (template === undefined) {
       warn(`${where}: ${kind === '' ? 'an object without kind' : kind} ignored (not a pod or workload)`);
       return;

@@ -74,7 +74,10 @@ function createExpressApp(deps: AppDependencies): express.Express {
   });
   app.get('/readyz', (_req, res) => {
     const { ready, reasons } = deps.readiness.check();
-    res.status(ready ? 200 : 503).type('text/plain').send(ready ? 'ok' : `not ready: ${reasons.join('; ')}`);
+    res
+      .status(ready ? 200 : 503)
+      .type('text/plain')
+      .send(ready ? 'ok' : `not ready: ${reasons.join('; ')}`);
   });
   app.get('/metrics', async (_req, res) => {
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());
@@ -129,7 +132,10 @@ function checkHeaders(req: IncomingMessage): void {
   }
   const encoding = (req.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   if (encoding !== 'identity') {
-    throw new AdmissionError('UnsupportedMediaType', `Content-Encoding ${JSON.stringify(encoding)} is not supported; send identity-encoded UTF-8 JSON`);
+    throw new AdmissionError(
+      'UnsupportedMediaType',
+      `Content-Encoding ${JSON.stringify(encoding)} is not supported; send identity-encoded UTF-8 JSON`,
+    );
   }
 }
 
@@ -148,7 +154,12 @@ function reviewHandler(side: WebhookSide, deps: AppDependencies): RequestListene
     const seconds = (deps.now() - started) / 1000;
     const decisionLabel = decision.allowed ? (review.response.patch === undefined ? 'allowed' : 'patched') : 'denied';
     const attributes = parsed.attributes;
-    deps.metrics.reviews.inc({ webhook: side, operation: attributes.operation, plugin: trace.plugins.at(-1) ?? 'none', decision: decisionLabel });
+    deps.metrics.reviews.inc({
+      webhook: side,
+      operation: attributes.operation,
+      plugin: trace.plugins.at(-1) ?? 'none',
+      decision: decisionLabel,
+    });
     deps.metrics.reviewDuration.observe({ webhook: side }, seconds);
     if (deps.logger.isLevelEnabled('info')) {
       deps.logger.info(

@@ -50,7 +50,9 @@ export function parseClientCaBundle(pem: string): ClientCaBundle {
     index++;
     const label = match[1] ?? '';
     if (label !== 'CERTIFICATE') {
-      throw new Error(`block ${index} is a PEM "${label}", not a CERTIFICATE: the file must hold only the CA certificates that sign client certificates`);
+      throw new Error(
+        `block ${index} is a PEM "${label}", not a CERTIFICATE: the file must hold only the CA certificates that sign client certificates`,
+      );
     }
     let certificate: X509Certificate;
     try {
@@ -58,7 +60,11 @@ export function parseClientCaBundle(pem: string): ClientCaBundle {
     } catch (error) {
       throw new Error(`certificate ${index} does not parse: ${(error as Error).message}`);
     }
-    certificates.push({ subject: certificate.subject.replaceAll('\n', ', '), fingerprint256: certificate.fingerprint256, notAfter: new Date(certificate.validTo) });
+    certificates.push({
+      subject: certificate.subject.replaceAll('\n', ', '),
+      fingerprint256: certificate.fingerprint256,
+      notAfter: new Date(certificate.validTo),
+    });
   }
   if (certificates.length === 0) {
     throw new Error('no PEM CERTIFICATE block found');
@@ -74,7 +80,12 @@ export async function readClientCaBundle(file: string): Promise<ClientCaBundle> 
 
 export type ClientVerdict =
   | { readonly authenticated: true }
-  | { readonly authenticated: false; readonly reason: 'no_certificate' | 'untrusted_certificate'; readonly message: string; readonly verifyError?: string };
+  | {
+      readonly authenticated: false;
+      readonly reason: 'no_certificate' | 'untrusted_certificate';
+      readonly message: string;
+      readonly verifyError?: string;
+    };
 
 /**
  * Judges the connection a request came on, from what the TLS handshake verified. Node reports a
@@ -110,7 +121,15 @@ export function judgeClient(req: IncomingMessage): ClientVerdict {
  * and the body it may still be sending is never read in full.
  */
 export function refuseUnauthenticated(res: ServerResponse, message: string): void {
-  const status: StatusBody = { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message, reason: 'Unauthorized', code: 401 };
+  const status: StatusBody = {
+    apiVersion: 'v1',
+    kind: 'Status',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason: 'Unauthorized',
+    code: 401,
+  };
   const payload = JSON.stringify(status);
   res.writeHead(401, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload), connection: 'close' });
   res.end(payload);

@@ -115,7 +115,8 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
   let trustGeneration = 0;
   const acceptedUnder = new WeakMap<Socket, number>();
   const handshaking = new Map<string, { raw: Socket; generation: number }>();
-  const connectionKey = (socket: Socket): string => `${socket.remoteAddress ?? ''}|${String(socket.remotePort)}|${socket.localAddress ?? ''}|${String(socket.localPort)}`;
+  const connectionKey = (socket: Socket): string =>
+    `${socket.remoteAddress ?? ''}|${String(socket.remotePort)}|${socket.localAddress ?? ''}|${String(socket.localPort)}`;
   if (clientCa !== undefined) {
     server.on('connection', (raw: Socket) => {
       const key = connectionKey(raw);
@@ -146,7 +147,10 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
       if (!verdict.authenticated) {
         metrics.unauthenticatedRequests.inc({ reason: verdict.reason });
         metrics.rejectedRequests.inc({ code: '401' });
-        logger.warn({ path, remoteAddress: req.socket.remoteAddress, reason: verdict.reason, verifyError: verdict.verifyError }, 'request refused: client not authenticated');
+        logger.warn(
+          { path, remoteAddress: req.socket.remoteAddress, reason: verdict.reason, verifyError: verdict.verifyError },
+          'request refused: client not authenticated',
+        );
         refuseUnauthenticated(res, verdict.message);
         return;
       }
@@ -235,7 +239,15 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
   const watches: (() => void)[] = [];
   const pollIntervalMs = options.pollIntervalMs ?? 60_000;
   if (options.certificateFiles !== undefined) {
-    watches.push(watchFiles([options.certificateFiles.certFile, options.certificateFiles.keyFile], 'certificate', reloadCertificate, pollIntervalMs, logger));
+    watches.push(
+      watchFiles(
+        [options.certificateFiles.certFile, options.certificateFiles.keyFile],
+        'certificate',
+        reloadCertificate,
+        pollIntervalMs,
+        logger,
+      ),
+    );
   }
   if (options.clientCa?.file !== undefined) {
     watches.push(watchFiles([options.clientCa.file], 'client CA', reloadClientCa, pollIntervalMs, logger));
@@ -258,9 +270,11 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
       for (const stop of watches) {
         stop();
       }
-      const closed = new Promise<void>((resolve) => server.close(() => {
-        resolve();
-      }));
+      const closed = new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
       // In-flight requests finish; idle keep-alive connections are closed now (server.close does
       // that since Node 19), busy ones after their response. Past the grace, everything goes.
       const forced = setTimeout(() => {
@@ -282,7 +296,13 @@ function recordClientCa(bundle: ClientCaBundle, metrics: Metrics): void {
  * Calls `reload` when the files' directories change, and every `pollIntervalMs` in case a watch
  * event is missed. Returns the function that stops both.
  */
-function watchFiles(files: readonly string[], what: string, reload: () => Promise<boolean>, pollIntervalMs: number, logger: Logger): () => void {
+function watchFiles(
+  files: readonly string[],
+  what: string,
+  reload: () => Promise<boolean>,
+  pollIntervalMs: number,
+  logger: Logger,
+): () => void {
   let debounce: NodeJS.Timeout | undefined;
   const schedule = (): void => {
     clearTimeout(debounce);

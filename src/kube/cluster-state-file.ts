@@ -84,8 +84,7 @@ export function parseClusterState(text: string, source: string): ClusterState {
       throw new Error(`${where}: expected a Kubernetes object, got ${describe(value)}`);
     }
     const kind = typeof value.kind === 'string' ? value.kind : defaultKind;
-    const apiVersion =
-      typeof value.apiVersion === 'string' ? value.apiVersion : defaultKind !== undefined ? 'v1' : undefined;
+    const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : defaultKind !== undefined ? 'v1' : undefined;
     const label = `${apiVersion ?? '(no apiVersion)'} ${kind ?? '(no kind)'}`;
 
     if (kind !== undefined && listKinds.has(kind) && apiVersion === 'v1') {
@@ -141,7 +140,6 @@ export function loadClusterStateFile(path: string, logger: Pick<KubeLogger, 'war
   for (const warning of state.warnings) logger.warn({ source: path }, warning);
   return staticClusterFacts(state);
 }
-
 
 function nameOf(object: Record<string, unknown>): string | undefined {
   const metadata = object.metadata;

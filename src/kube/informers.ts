@@ -132,7 +132,10 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
     return { metadata: list.metadata, items: list.items.map((item) => toWire(item)) };
   });
 
-  const readNamespace = liveReader<Namespace>('Namespace', async (name) => toWire(await api.readNamespace({ name })) as unknown as Namespace);
+  const readNamespace = liveReader<Namespace>(
+    'Namespace',
+    async (name) => toWire(await api.readNamespace({ name })) as unknown as Namespace,
+  );
   const readNode = liveReader<Node>('Node', async (name) => toWire(await api.readNode({ name })) as unknown as Node);
 
   namespaces.start();
@@ -318,9 +321,12 @@ class DeadlineWatch extends Watch {
       controller.abort();
     } else if (!state.finished) {
       this.open.add(controller);
-      state.deadline = setTimeout(() => {
-        controller.abort();
-      }, timeoutSeconds * 1000 + this.timeout.graceMs);
+      state.deadline = setTimeout(
+        () => {
+          controller.abort();
+        },
+        timeoutSeconds * 1000 + this.timeout.graceMs,
+      );
       // The deadline must not keep a process alive that is otherwise done.
       state.deadline.unref();
     }

@@ -63,7 +63,11 @@ export function parseAdmissionConfig(content: string, filePath: string, options:
   );
 }
 
-function fromAdmissionConfiguration(root: Record<string, unknown>, filePath: string, options: AdmissionConfigOptions): PodTolerationRestrictionConfig {
+function fromAdmissionConfiguration(
+  root: Record<string, unknown>,
+  filePath: string,
+  options: AdmissionConfigOptions,
+): PodTolerationRestrictionConfig {
   const plugins = root.plugins ?? [];
   if (!Array.isArray(plugins)) {
     throw new AdmissionConfigError(`${filePath}: plugins: must be a list, got ${describe(plugins)}`);

@@ -39,7 +39,15 @@ import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
 import { isMirrorPodRequest, isPodRequest } from './plugin.js';
-import type { AdmissionAttributes, Findings, MutatingPlugin, MutationOutcome, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
+import type {
+  AdmissionAttributes,
+  Findings,
+  MutatingPlugin,
+  MutationOutcome,
+  PluginContext,
+  ValidatingPlugin,
+  ValidationOutcome,
+} from './plugin.js';
 
 /** Audit annotation keys; the API server prefixes each with `<webhook name>/`, so each stays a valid label name part. */
 export const auditKeys = {
@@ -49,21 +57,15 @@ export const auditKeys = {
   infrastructure: 'dedicated-nodes-infrastructure',
 } as const;
 
-export type DedicatedNodesDecision =
-  | 'mutated'
-  | 'unchanged'
-  | 'exempt'
-  | 'allowed'
-  | 'warned'
-  | 'denied'
-  | 'conflict';
+export type DedicatedNodesDecision = 'mutated' | 'unchanged' | 'exempt' | 'allowed' | 'warned' | 'denied' | 'conflict';
 
 export type DedicatedNodesPlugin = MutatingPlugin & ValidatingPlugin;
 
 export function createDedicatedNodes(policies: () => PolicySet): DedicatedNodesPlugin {
   return {
     name: 'DedicatedNodes',
-    handles: (attributes) => (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') && workloadKindOf(attributes) !== undefined,
+    handles: (attributes) =>
+      (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') && workloadKindOf(attributes) !== undefined,
     admit: (object, attributes, context) => admit(policies(), object, attributes, context),
     validate: (object, attributes, context) => validate(policies(), object, attributes, context),
     readsNamedNode: () => policies().policies.length > 0,
@@ -129,7 +131,12 @@ function toWorkload(object: JsonObject, oldObject: JsonObject | undefined, attri
     return undefined;
   }
   const oldTemplate = objectAt(oldObject, templatePath);
-  const asPod = (tpl: Record<string, unknown>): JsonObject => ({ apiVersion: 'v1', kind: 'Pod', metadata: { ...asObject(tpl.metadata), namespace: attributes.namespace }, spec: tpl.spec });
+  const asPod = (tpl: Record<string, unknown>): JsonObject => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { ...asObject(tpl.metadata), namespace: attributes.namespace },
+    spec: tpl.spec,
+  });
   return {
     kind: kind.kind,
     podView: asPod(template),
@@ -332,7 +339,9 @@ export function groupToleration(policy: TenancyPolicy, group: string): Toleratio
 function withGroupToleration(spec: PodSpec, policy: TenancyPolicy, group: string): PodSpec {
   const wanted = groupToleration(policy, group);
   const tolerations = spec.tolerations ?? [];
-  const present = tolerations.some((t) => t.key === wanted.key && t.operator === wanted.operator && t.value === wanted.value && t.effect === wanted.effect);
+  const present = tolerations.some(
+    (t) => t.key === wanted.key && t.operator === wanted.operator && t.value === wanted.value && t.effect === wanted.effect,
+  );
   return present ? spec : { ...spec, tolerations: [...tolerations, wanted] };
 }
 
@@ -377,7 +386,9 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   // Without any cluster state (offline, no --cluster-state) an unknown name proves nothing.
   const unjudgeableNode = judgeNodeName && node === undefined && !context.nodesKnown;
   if (unjudgeableNode) {
-    warnings.push(`DedicatedNodes: node "${nodeName}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`);
+    warnings.push(
+      `DedicatedNodes: node "${nodeName}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
+    );
   }
 
   for (const { policy, group: ownGroup } of memberships) {
@@ -396,10 +407,17 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     for (const { toleration, index } of judgedTolerations) {
       const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup, context.gates.TaintTolerationComparisonOperators);
       if (tolerated !== undefined) {
-        foreign.push(`${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`);
+        foreign.push(
+          `${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`,
+        );
       }
     }
-    const nodeProblem = !judgeNodeName || unjudgeableNode ? undefined : node === undefined ? missingNodeProblem(nodeName, policy, workload.specPath) : nodeNameProblem(node, policy, ownGroup, isTenant, workload.specPath);
+    const nodeProblem =
+      !judgeNodeName || unjudgeableNode
+        ? undefined
+        : node === undefined
+          ? missingNodeProblem(nodeName, policy, workload.specPath)
+          : nodeNameProblem(node, policy, ownGroup, isTenant, workload.specPath);
     const foreignReach = nodeProblem?.foreign === true ? [...foreign, nodeProblem.message] : foreign;
     if (foreignReach.length > 0) {
       involved.add(policy);
@@ -428,8 +446,13 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
       auditAnnotations: { ...conflict.auditAnnotations, [auditKeys.decision]: decision },
     };
   }
-  const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : exempt ? 'exempt' : 'allowed';
-  const auditAnnotations: Record<string, string> = annotations([...involved].map((policy) => ({ policy, group })), group, decision);
+  const decision: DedicatedNodesDecision =
+    outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : exempt ? 'exempt' : 'allowed';
+  const auditAnnotations: Record<string, string> = annotations(
+    [...involved].map((policy) => ({ policy, group })),
+    group,
+    decision,
+  );
   if (infrastructureUses.length > 0) {
     auditAnnotations[auditKeys.infrastructure] = `allowed for an infrastructure namespace: ${infrastructureUses.join(' | ')}`;
   }
@@ -451,7 +474,9 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const subject = tenantSubject(prepared, policy, group);
   const taint = { key: policy.taint.key, value: group, effect: policy.taint.effect };
   if (wholePair && !(workload.spec.tolerations ?? []).some((toleration) => toleratesOwnGroup(toleration, taint))) {
-    messages.push(`${subject} must tolerate the taint ${policy.taint.key}=${group}:${policy.taint.effect}: ${workload.specPath}.tolerations lacks {key: ${policy.taint.key}, operator: Equal, value: ${group}, effect: ${policy.taint.effect}}`);
+    messages.push(
+      `${subject} must tolerate the taint ${policy.taint.key}=${group}:${policy.taint.effect}: ${workload.specPath}.tolerations lacks {key: ${policy.taint.key}, operator: Equal, value: ${group}, effect: ${policy.taint.effect}}`,
+    );
   }
   const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
   if (contradictions.length > 0) {
@@ -459,7 +484,9 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   }
   const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
   if (missing.length > 0) {
-    messages.push(`${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${missing.join(', ')}`);
+    messages.push(
+      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${missing.join(', ')}`,
+    );
   }
   return messages;
 }
@@ -469,7 +496,12 @@ function tenantSubject(prepared: Prepared, policy: TenancyPolicy, group: string)
   return `${what} in namespace "${prepared.namespace}" (group "${group}", policy "${policy.name}")`;
 }
 
-function contradictionMessage(prepared: Prepared, policy: TenancyPolicy, group: string, contradictions: readonly { field: string; detail: string }[]): string {
+function contradictionMessage(
+  prepared: Prepared,
+  policy: TenancyPolicy,
+  group: string,
+  contradictions: readonly { field: string; detail: string }[],
+): string {
   const each = contradictions.map(({ field, detail }) => `${field} ${detail}`).join('; ');
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
 }
@@ -527,7 +559,11 @@ function warningsOf(outcome: Outcome): { warnings?: readonly string[] } {
   return outcome.warnings.length > 0 ? { warnings: outcome.warnings } : {};
 }
 
-function annotations(memberships: readonly { policy: TenancyPolicy }[], group: string, decision: DedicatedNodesDecision): Record<string, string> {
+function annotations(
+  memberships: readonly { policy: TenancyPolicy }[],
+  group: string,
+  decision: DedicatedNodesDecision,
+): Record<string, string> {
   const names = [...new Set(memberships.map(({ policy }) => policy.name))];
   return {
     ...(names.length > 0 ? { [auditKeys.policy]: names.join(',') } : {}),

@@ -82,7 +82,13 @@ export interface PluginContext {
  */
 export type Denial =
   /** Field validation failed: 422 Invalid with `details.causes`, as errors.NewInvalid builds it. */
-  | { readonly reason: 'Invalid'; readonly group: string; readonly kind: string; readonly name: string; readonly errors: readonly FieldError[] }
+  | {
+      readonly reason: 'Invalid';
+      readonly group: string;
+      readonly kind: string;
+      readonly name: string;
+      readonly errors: readonly FieldError[];
+    }
   /** A policy forbids the request: 403 Forbidden with a plain message, as admission.NewForbidden. */
   | { readonly reason: 'Forbidden'; readonly message: string };
 

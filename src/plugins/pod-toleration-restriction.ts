@@ -20,7 +20,15 @@ import { unmarshalTolerations } from '../tolerations/go-json-tolerations.js';
 import { mergeTolerations, verifyAgainstWhitelist } from '../tolerations/merge.js';
 import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
 import { isBestEffortPod } from '../tolerations/qos.js';
-import type { AdmissionAttributes, Denial, MutatingPlugin, MutationOutcome, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
+import type {
+  AdmissionAttributes,
+  Denial,
+  MutatingPlugin,
+  MutationOutcome,
+  PluginContext,
+  ValidatingPlugin,
+  ValidationOutcome,
+} from './plugin.js';
 import { isPodCreateOrUpdate } from './plugin.js';
 
 export const namespaceDefaultTolerationsAnnotation = 'scheduler.alpha.kubernetes.io/defaultTolerations';

@@ -25,7 +25,9 @@ export interface PluginConfiguration {
 }
 
 /** How one plugin is built: on the mutating side, the validating side or both; undefined when it has nothing to do. */
-type PluginBuilder = (config: PluginConfiguration) => { readonly mutating?: MutatingPlugin; readonly validating?: ValidatingPlugin } | undefined;
+type PluginBuilder = (
+  config: PluginConfiguration,
+) => { readonly mutating?: MutatingPlugin; readonly validating?: ValidatingPlugin } | undefined;
 
 /**
  * Every plugin, in admission order: the one list. A name here joins PluginName,
@@ -51,7 +53,8 @@ const builders: Readonly<Record<PluginName, PluginBuilder>> = {
     const plugin = createPodTolerationRestriction(config.podTolerationRestriction);
     return { mutating: plugin, validating: plugin };
   },
-  DedicatedNodes: (config) => (config.dedicatedNodes === undefined ? undefined : { mutating: config.dedicatedNodes, validating: config.dedicatedNodes }),
+  DedicatedNodes: (config) =>
+    config.dedicatedNodes === undefined ? undefined : { mutating: config.dedicatedNodes, validating: config.dedicatedNodes },
   TolerationValidation: () => ({ validating: createTolerationValidation() }),
   SchedulingWarnings: () => ({ validating: createSchedulingWarnings() }),
 };

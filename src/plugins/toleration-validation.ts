@@ -55,7 +55,10 @@ export function createTolerationValidation() {
       if (target === undefined) {
         return {};
       }
-      const errors = target.template.length === 0 ? validatePod(object, attributes, context) : validateTemplate(object, attributes, context, target.template);
+      const errors =
+        target.template.length === 0
+          ? validatePod(object, attributes, context)
+          : validateTemplate(object, attributes, context, target.template);
       if (errors.length === 0) {
         return {};
       }
@@ -87,7 +90,12 @@ function validatePod(object: unknown, attributes: AdmissionAttributes, context: 
   ];
 }
 
-function validateTemplate(object: unknown, attributes: AdmissionAttributes, context: PluginContext, template: readonly string[]): FieldError[] {
+function validateTemplate(
+  object: unknown,
+  attributes: AdmissionAttributes,
+  context: PluginContext,
+  template: readonly string[],
+): FieldError[] {
   const oldTolerations = attributes.operation === 'UPDATE' ? tolerationsAt(attributes.oldObject, [...template, 'spec']) : undefined;
   const options: TolerationValidationOptions = { allowComparisonOperators: allowsComparisonOperators(context.gates, oldTolerations) };
   const path = template.join('.');

@@ -196,7 +196,9 @@ function compileNodeSelector(nodeSelector: Readonly<Record<string, string>>): Co
         }
       }
       const [key, value] = entries[first] ?? ['', ''];
-      const has = Object.hasOwn(labels, key) ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}` : `the node does not have ${clip(key)}`;
+      const has = Object.hasOwn(labels, key)
+        ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}`
+        : `the node does not have ${clip(key)}`;
       return `spec.nodeSelector requires the label ${clip(key)}=${clip(value)}; ${has}`;
     },
   };
@@ -236,7 +238,11 @@ function compileTerm(term: NodeSelectorTerm): CompiledTerm {
   if (first !== undefined) {
     const more = problems > 1 ? ` (and ${problems - 1} more problems)` : '';
     // Half a reason for the message (which may quote a long value), the rest for the path and count.
-    return { failure: `${firstPath} is invalid: ${clip(first(), maxReasonChars / 2)}${more}; a term that does not parse matches no node`, expressions: [], fields: [] };
+    return {
+      failure: `${firstPath} is invalid: ${clip(first(), maxReasonChars / 2)}${more}; a term that does not parse matches no node`,
+      expressions: [],
+      fields: [],
+    };
   }
   return {
     expressions: expressions.map((source) => ({
@@ -246,7 +252,12 @@ function compileTerm(term: NodeSelectorTerm): CompiledTerm {
       bound: source.operator === 'Gt' || source.operator === 'Lt' ? (parseInt64(source.values?.[0] ?? '').value ?? 0n) : 0n,
       id: -1,
     })),
-    fields: fields.map((source) => ({ source, operator: source.operator as 'In' | 'NotIn', key: source.key, value: source.values?.[0] ?? '' })),
+    fields: fields.map((source) => ({
+      source,
+      operator: source.operator as 'In' | 'NotIn',
+      key: source.key,
+      value: source.values?.[0] ?? '',
+    })),
   };
 }
 
@@ -306,7 +317,11 @@ interface TermIndex {
  * The values the nodes of the universe carry, for the keys that In and NotIn requirements name:
  * from the first node on, as far as the budget goes (one unit per label or key looked at).
  */
-function knownValues(terms: readonly CompiledTerm[], universe: readonly Node[], budget: WorkBudget): { known: Map<string, Set<string>>; covered: number } {
+function knownValues(
+  terms: readonly CompiledTerm[],
+  universe: readonly Node[],
+  budget: WorkBudget,
+): { known: Map<string, Set<string>>; covered: number } {
   const keys = new Set<string>();
   for (const term of terms) {
     for (const requirement of term.expressions) {
@@ -368,7 +383,8 @@ function indexTerms(terms: readonly CompiledTerm[], known: ReadonlyMap<string, R
     // A field other than metadata.name reads "" on every node: its requirement is settled here.
     // One that never holds makes the term match no node.
     const settled = term.fields.filter((field) => field.key !== nodeNameField);
-    const live = term.failure === undefined && !settled.some((field) => (field.operator === 'In' ? field.value !== '' : field.value === ''));
+    const live =
+      term.failure === undefined && !settled.some((field) => (field.operator === 'In' ? field.value !== '' : field.value === ''));
     let count = 0;
     for (const requirement of term.expressions) {
       const id = termOf.length;
@@ -380,11 +396,13 @@ function indexTerms(terms: readonly CompiledTerm[], known: ReadonlyMap<string, R
       // In and NotIn values are indexed even for a term that cannot match: its reason looks them up.
       switch (requirement.operator) {
         case 'In':
-          if (carried !== undefined) for (const value of requirement.source.values ?? []) if (carried.has(value)) add(entries.inByValue, value, id);
+          if (carried !== undefined)
+            for (const value of requirement.source.values ?? []) if (carried.has(value)) add(entries.inByValue, value, id);
           count++;
           break;
         case 'NotIn':
-          if (carried !== undefined) for (const value of requirement.source.values ?? []) if (carried.has(value)) add(entries.notInByValue, value, id);
+          if (carried !== undefined)
+            for (const value of requirement.source.values ?? []) if (carried.has(value)) add(entries.notInByValue, value, id);
           break;
         case 'Exists':
           if (live) entries.exists.push(id);
@@ -460,7 +478,9 @@ function indexTerms(terms: readonly CompiledTerm[], known: ReadonlyMap<string, R
         if (!budget.take(1)) return null;
         if (!holds(requirement, labels)) {
           const key = requirement.key;
-          const actual = Object.hasOwn(labels, key) ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}` : `the node does not have ${clip(key)}`;
+          const actual = Object.hasOwn(labels, key)
+            ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}`
+            : `the node does not have ${clip(key)}`;
           return `.matchExpressions[${i}] ${describe(requirement.source)}: ${actual}`;
         }
       }

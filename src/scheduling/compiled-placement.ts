@@ -36,7 +36,12 @@ export interface CompiledPlacement {
 const unschedulableTaint: Taint = { key: TaintKey.NodeUnschedulable, effect: 'NoSchedule' };
 
 /** Compiles `pod` for the nodes of `universe`, the only ones it may then be asked about. */
-export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate, universe: readonly Node[], budget: WorkBudget): CompiledPlacement {
+export function compilePlacement(
+  pod: Pod,
+  gates: ComparisonOperatorGate,
+  universe: readonly Node[],
+  budget: WorkBudget,
+): CompiledPlacement {
   const spec = pod.spec ?? {};
   const tolerations = spec.tolerations ?? [];
   const index = indexTolerations(tolerations, gates);
@@ -107,5 +112,9 @@ export function compilePlacement(pod: Pod, gates: ComparisonOperatorGate, univer
 
 /** describeTaint, with the key and value clipped (a Node's are bounded by the API, a file's need not be). */
 function describe(taint: Taint): string {
-  return describeTaint({ key: clip(taint.key), effect: clip(taint.effect), ...(taint.value === undefined ? {} : { value: clip(taint.value) }) });
+  return describeTaint({
+    key: clip(taint.key),
+    effect: clip(taint.effect),
+    ...(taint.value === undefined ? {} : { value: clip(taint.value) }),
+  });
 }

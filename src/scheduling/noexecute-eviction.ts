@@ -26,7 +26,11 @@ export function describeTaint(taint: Taint): string {
   return `${taint.key}${value}:${taint.effect}`;
 }
 
-export function noExecuteOutcome(tolerations: readonly Toleration[], taints: readonly Taint[], gates: ComparisonOperatorGate): NoExecuteOutcome {
+export function noExecuteOutcome(
+  tolerations: readonly Toleration[],
+  taints: readonly Taint[],
+  gates: ComparisonOperatorGate,
+): NoExecuteOutcome {
   const noExecute = taints.filter((taint) => taint.effect === 'NoExecute');
   if (noExecute.length === 0) {
     return { evictAfterSeconds: null, reasons: [] };
@@ -53,7 +57,8 @@ export function noExecuteOutcome(tolerations: readonly Toleration[], taints: rea
   const seconds = Math.max(0, Math.min(...limited.map((entry) => entry.seconds)));
   const deciding = limited.filter((entry) => Math.max(0, entry.seconds) === seconds);
   const reasons = deciding.map(
-    ({ taint, index, seconds: given }) => `taint ${describeTaint(taint)} is tolerated by spec.tolerations[${index}] for tolerationSeconds ${given}: evicted ${seconds === 0 ? 'at once' : `after ${seconds}s`}`,
+    ({ taint, index, seconds: given }) =>
+      `taint ${describeTaint(taint)} is tolerated by spec.tolerations[${index}] for tolerationSeconds ${given}: evicted ${seconds === 0 ? 'at once' : `after ${seconds}s`}`,
   );
   return { evictAfterSeconds: seconds, reasons };
 }

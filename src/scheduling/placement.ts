@@ -63,7 +63,13 @@ export function evaluatePlacement(pod: Pod, node: Node, gates: ComparisonOperato
 
   if (options.running === true) {
     const schedulable = blocking.length === 0 && eviction.evictAfterSeconds !== 0;
-    return { node: name, schedulable, preferred: schedulable, reasons: [...blocking, ...eviction.reasons], evictAfterSeconds: eviction.evictAfterSeconds };
+    return {
+      node: name,
+      schedulable,
+      preferred: schedulable,
+      reasons: [...blocking, ...eviction.reasons],
+      evictAfterSeconds: eviction.evictAfterSeconds,
+    };
   }
 
   if (!bypassesScheduler && node.spec?.unschedulable === true && !tolerationsTolerateTaint(tolerations, unschedulableTaint, gates)) {
@@ -98,6 +104,11 @@ export function evaluatePlacement(pod: Pod, node: Node, gates: ComparisonOperato
 }
 
 /** Every node, in the order given. */
-export function evaluatePlacements(pod: Pod, nodes: readonly Node[], gates: ComparisonOperatorGate, options: PlacementOptions = {}): Placement[] {
+export function evaluatePlacements(
+  pod: Pod,
+  nodes: readonly Node[],
+  gates: ComparisonOperatorGate,
+  options: PlacementOptions = {},
+): Placement[] {
   return nodes.map((node) => evaluatePlacement(pod, node, gates, options));
 }

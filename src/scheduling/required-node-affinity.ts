@@ -73,7 +73,9 @@ export function termFailure(term: NodeSelectorTerm, node: Node): string | undefi
   }
   // Parse errors are checked for the whole term first: upstream skips a term that does not parse.
   const parseErrors = [
-    ...expressions.flatMap((requirement, i) => labelRequirementErrors(requirement).map((error) => `.matchExpressions[${i}] is invalid: ${error}`)),
+    ...expressions.flatMap((requirement, i) =>
+      labelRequirementErrors(requirement).map((error) => `.matchExpressions[${i}] is invalid: ${error}`),
+    ),
     ...fields.flatMap((requirement, i) => fieldRequirementErrors(requirement).map((error) => `.matchFields[${i}] is invalid: ${error}`)),
   ];
   if (parseErrors.length > 0) {
@@ -129,7 +131,8 @@ export function visitLabelRequirementErrors(requirement: NodeSelectorRequirement
     case 'Lt':
       if (values.length !== 1) report(() => "for 'Gt', 'Lt' operators, exactly one value is required");
       for (const value of values) {
-        if (parseInt64(value).value === undefined) report(() => `${JSON.stringify(value)}: for 'Gt', 'Lt' operators, the value must be an integer`);
+        if (parseInt64(value).value === undefined)
+          report(() => `${JSON.stringify(value)}: for 'Gt', 'Lt' operators, the value must be an integer`);
       }
       break;
     default:

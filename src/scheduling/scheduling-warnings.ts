@@ -135,7 +135,9 @@ function nonIntegerTaintWarnings(pod: Pod, nodes: readonly Node[], budget: WorkB
     );
   }
   if (unnamed > 0) {
-    warnings.push(`spec.tolerations: ${unnamed} more Gt/Lt tolerations are on keys whose taints have values that are not canonical integers on some known node; they never tolerate those taints${partial}`);
+    warnings.push(
+      `spec.tolerations: ${unnamed} more Gt/Lt tolerations are on keys whose taints have values that are not canonical integers on some known node; they never tolerate those taints${partial}`,
+    );
   }
   return warnings;
 }
@@ -165,7 +167,11 @@ function unschedulableWarnings(pod: Pod, nodes: readonly Node[], gates: Comparis
     return [`${subject} cannot be scheduled on any of the ${nodes.length} known nodes: ${why.toString()}`];
   }
   if (checked === 0) {
-    return [`${subject}: where it can be scheduled was not worked out (${stoppedEarly(0, nodes.length)}: the pod is too large to check within the webhook's work limit)`];
+    return [
+      `${subject}: where it can be scheduled was not worked out (${stoppedEarly(0, nodes.length)}: the pod is too large to check within the webhook's work limit)`,
+    ];
   }
-  return [`${subject} cannot be scheduled on any of the ${checked} known nodes checked (${stoppedEarly(checked, nodes.length)}; it may fit one of the others): ${why.toString()}`];
+  return [
+    `${subject} cannot be scheduled on any of the ${checked} known nodes checked (${stoppedEarly(checked, nodes.length)}; it may fit one of the others): ${why.toString()}`,
+  ];
 }

@@ -106,7 +106,11 @@ export function indexTolerations(tolerations: readonly Toleration[], gates: Comp
     const bounds = numeric === undefined ? undefined : thresholds.get(pair);
     if (bounds !== undefined && numeric !== undefined) {
       // Gt tolerates a taint value strictly above its threshold, Lt one strictly below.
-      lowest = Math.min(lowest, lowestPassed(bounds.gt, (bound) => bound < numeric), lowestPassed(bounds.lt, (bound) => bound > numeric));
+      lowest = Math.min(
+        lowest,
+        lowestPassed(bounds.gt, (bound) => bound < numeric),
+        lowestPassed(bounds.lt, (bound) => bound > numeric),
+      );
     }
     return lowest;
   };

@@ -156,14 +156,22 @@ export function compileExpression<T extends ExpressionResultType>(source: string
   };
 }
 
-function evaluateChecked<T extends ExpressionResultType>(parsed: ParseResult, source: string, resultType: T, variables: CelVariables): ResultValue<T> {
+function evaluateChecked<T extends ExpressionResultType>(
+  parsed: ParseResult,
+  source: string,
+  resultType: T,
+  variables: CelVariables,
+): ResultValue<T> {
   let value: unknown;
   try {
     value = parsed(variables.converted);
   } catch (error) {
     if (error instanceof EvaluationError || error instanceof CelTypeError) {
       const position = positionOf(source, error.range?.start);
-      throw new ExpressionEvaluationError(`${error.summary}${position === undefined ? '' : ` (line ${position.line}, column ${position.column})`}`, { cause: error });
+      throw new ExpressionEvaluationError(
+        `${error.summary}${position === undefined ? '' : ` (line ${position.line}, column ${position.column})`}`,
+        { cause: error },
+      );
     }
     throw error;
   }

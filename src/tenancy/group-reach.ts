@@ -37,7 +37,12 @@ export function toleratesOwnGroup(toleration: Toleration, taint: Taint): boolean
  * every effect, an empty key every key (whatever the operator), `Exists` every value, `Equal` (or
  * no operator) its value. Returns what it tolerates, for the message, or undefined.
  */
-export function foreignGroupsTolerated(toleration: Toleration, policy: TenancyPolicy, ownGroup: string, comparisonOperators: boolean): string | undefined {
+export function foreignGroupsTolerated(
+  toleration: Toleration,
+  policy: TenancyPolicy,
+  ownGroup: string,
+  comparisonOperators: boolean,
+): string | undefined {
   const { key, effect } = policy.taint;
   if (toleration.effect !== undefined && toleration.effect !== '' && toleration.effect !== effect) {
     return undefined;
@@ -82,7 +87,13 @@ export function nodeGroups(node: Node, policy: TenancyPolicy): { label: string |
 }
 
 /** A nodeName pointing at another group's node (`foreign`), or, for a tenant, outside its own group. */
-export function nodeNameProblem(node: Node, policy: TenancyPolicy, ownGroup: string, isTenant: boolean, specPath: string): { foreign: boolean; message: string } | undefined {
+export function nodeNameProblem(
+  node: Node,
+  policy: TenancyPolicy,
+  ownGroup: string,
+  isTenant: boolean,
+  specPath: string,
+): { foreign: boolean; message: string } | undefined {
   const groups = nodeGroups(node, policy);
   const others = [...groups.all].filter((group) => group !== ownGroup);
   if (others.length > 0) {

@@ -51,7 +51,9 @@ export function requireGroupInEveryTerm(spec: PodSpec, nodeLabel: string, group:
   if (terms.length === 0) {
     newTerms = [{ matchExpressions: [requirement] }];
   } else {
-    newTerms = terms.map((term) => (termHoldsGroup(term, nodeLabel, group) ? term : { ...term, matchExpressions: [...(term.matchExpressions ?? []), requirement] }));
+    newTerms = terms.map((term) =>
+      termHoldsGroup(term, nodeLabel, group) ? term : { ...term, matchExpressions: [...(term.matchExpressions ?? []), requirement] },
+    );
     if (newTerms.every((term, index) => term === terms[index])) {
       return spec;
     }
@@ -102,7 +104,10 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
   const contradictions: Contradiction[] = [];
   const selected = spec.nodeSelector?.[nodeLabel];
   if (selected !== undefined && selected !== group) {
-    contradictions.push({ field: `${prefix}.nodeSelector`, detail: `selects ${nodeLabel}=${selected}, not the namespace's group ${group}` });
+    contradictions.push({
+      field: `${prefix}.nodeSelector`,
+      detail: `selects ${nodeLabel}=${selected}, not the namespace's group ${group}`,
+    });
   }
   const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   terms.forEach((term, termIndex) => {

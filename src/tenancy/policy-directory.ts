@@ -28,7 +28,9 @@ export interface PolicyDirectoryLoad {
 export function loadPolicyDirectory(dir: string): PolicyDirectoryLoad {
   let names: string[];
   try {
-    names = readdirSync(dir).filter((name) => policyFile.test(name)).sort();
+    names = readdirSync(dir)
+      .filter((name) => policyFile.test(name))
+      .sort();
   } catch (error) {
     return { set: { policies: [] }, errors: [{ file: dir, message: `cannot read the policy directory: ${describe(error)}` }] };
   }

@@ -91,7 +91,8 @@ export function createPolicyEvaluator(inputs: PolicyInputs, groupsByNamespace?: 
   return {
     group(policy) {
       let group = groups.get(policy);
-      const shared = groupsByNamespace !== undefined && inputs.namespace !== undefined && readsOnlyNamespace(policy) ? groupsByNamespace : undefined;
+      const shared =
+        groupsByNamespace !== undefined && inputs.namespace !== undefined && readsOnlyNamespace(policy) ? groupsByNamespace : undefined;
       if (group === undefined && shared !== undefined && inputs.namespace !== undefined) {
         group = shared.get(inputs.namespace)?.get(policy);
       }
@@ -100,7 +101,9 @@ export function createPolicyEvaluator(inputs: PolicyInputs, groupsByNamespace?: 
         group = inputs.namespace === undefined ? '' : run(policy, 'spec.group', () => policy.group.evaluate(celVariables()));
         const problems = group === '' ? [] : groupValueErrors(group);
         if (problems.length > 0) {
-          throw new PolicyEvaluationError(`policy "${policy.name}" spec.group: gave ${JSON.stringify(group)}, which cannot be a label or toleration value: ${problems.join('; ')}`);
+          throw new PolicyEvaluationError(
+            `policy "${policy.name}" spec.group: gave ${JSON.stringify(group)}, which cannot be a label or toleration value: ${problems.join('; ')}`,
+          );
         }
         groups.set(policy, group);
         if (shared !== undefined && inputs.namespace !== undefined) {
@@ -128,7 +131,10 @@ export function createPolicyEvaluator(inputs: PolicyInputs, groupsByNamespace?: 
       if (infrastructure === undefined) {
         const expression = policy.infrastructure;
         // No namespace object, nothing to recognise it by: not infrastructure.
-        infrastructure = expression === undefined || inputs.namespace === undefined ? false : run(policy, 'spec.infrastructure', () => expression.evaluate(celVariables()));
+        infrastructure =
+          expression === undefined || inputs.namespace === undefined
+            ? false
+            : run(policy, 'spec.infrastructure', () => expression.evaluate(celVariables()));
         infrastructures.set(policy, infrastructure);
       }
       return infrastructure;
@@ -141,7 +147,9 @@ function run<T>(policy: TenancyPolicy, field: string, evaluate: () => T): T {
     return evaluate();
   } catch (error) {
     if (error instanceof ExpressionEvaluationError) {
-      throw new PolicyEvaluationError(`could not decide: policy "${policy.name}" (${policy.file}) ${field}: ${error.message}`, { cause: error });
+      throw new PolicyEvaluationError(`could not decide: policy "${policy.name}" (${policy.file}) ${field}: ${error.message}`, {
+        cause: error,
+      });
     }
     throw error;
   }

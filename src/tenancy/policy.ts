@@ -149,7 +149,11 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
     }
     const compiled = compileExpression(source, resultType);
     if (compiled.error !== undefined) {
-      report(['spec', field], compiled.error.message, compiled.error.position === undefined ? {} : { expressionPosition: compiled.error.position });
+      report(
+        ['spec', field],
+        compiled.error.message,
+        compiled.error.position === undefined ? {} : { expressionPosition: compiled.error.position },
+      );
       return undefined;
     }
     return compiled.expression;
@@ -192,12 +196,16 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
 
 /** What each rule lets a tenant do when it decides from fields the tenant writes. */
 const tenantWrittenConsequences: Record<'group' | 'exempt' | 'infrastructure', string> = {
-  group: 'a tenant can choose its own group, and with it another group\'s nodes',
-  exempt: 'a tenant can exempt its own pods and run them outside its group\'s nodes',
-  infrastructure: 'a tenant can declare itself infrastructure and reach every group\'s nodes',
+  group: "a tenant can choose its own group, and with it another group's nodes",
+  exempt: "a tenant can exempt its own pods and run them outside its group's nodes",
+  infrastructure: "a tenant can declare itself infrastructure and reach every group's nodes",
 };
 
-function tenantWrittenCautions(name: string, field: 'group' | 'exempt' | 'infrastructure', expression: CompiledExpression<ExpressionResultType> | undefined): string[] {
+function tenantWrittenCautions(
+  name: string,
+  field: 'group' | 'exempt' | 'infrastructure',
+  expression: CompiledExpression<ExpressionResultType> | undefined,
+): string[] {
   const reads = expression?.tenantWrittenReads ?? [];
   if (reads.length === 0) {
     return [];
@@ -215,7 +223,10 @@ function parseTaint(taint: unknown, report: (path: readonly string[], message: s
   let valid = true;
   for (const field of Object.keys(taint)) {
     if (!taintFields.has(field)) {
-      report(['spec', 'taint', field], field === 'value' ? 'must not be set: the taint value is the group' : 'unknown field; known fields are key, effect');
+      report(
+        ['spec', 'taint', field],
+        field === 'value' ? 'must not be set: the taint value is the group' : 'unknown field; known fields are key, effect',
+      );
       valid = false;
     }
   }
@@ -245,4 +256,3 @@ export function groupValueErrors(group: string): string[] {
 function show(value: unknown): string {
   return value === undefined ? 'nothing' : JSON.stringify(value);
 }
-

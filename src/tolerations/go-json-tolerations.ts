@@ -184,6 +184,9 @@ function omitEmpty(decoded: Toleration): Toleration {
 function matchField(key: string, matching: FieldMatching): (typeof tolerationFields)[number] | undefined {
   const exact = tolerationFields.find((name) => name === key);
   if (exact !== undefined || matching === 'exact') return exact;
-  const folded = key.replace(/\u212A/g, 'k').replace(/\u017F/g, 's').toLowerCase();
+  const folded = key
+    .replace(/\u212A/g, 'k')
+    .replace(/\u017F/g, 's')
+    .toLowerCase();
   return tolerationFields.find((name) => name.toLowerCase() === folded);
 }

@@ -213,10 +213,18 @@ class FactsTable {
   someCandidate(facts: Facts, visit: (bucket: string, bounded: boolean) => boolean): boolean {
     // The toleration's own effect, then the empty one (whose id, the empty string's, is also the
     // wildcard key's); an empty effect is asked once.
-    return this.someCandidateOfEffect(facts, facts.effect, facts.noExecute, visit) || (facts.effect !== this.empty && this.someCandidateOfEffect(facts, this.empty, false, visit));
+    return (
+      this.someCandidateOfEffect(facts, facts.effect, facts.noExecute, visit) ||
+      (facts.effect !== this.empty && this.someCandidateOfEffect(facts, this.empty, false, visit))
+    );
   }
 
-  private someCandidateOfEffect(facts: Facts, effect: number, bounded: boolean, visit: (bucket: string, bounded: boolean) => boolean): boolean {
+  private someCandidateOfEffect(
+    facts: Facts,
+    effect: number,
+    bounded: boolean,
+    visit: (bucket: string, bounded: boolean) => boolean,
+  ): boolean {
     const { key } = facts;
     return (
       (this.existsKeys.has(key) && visit(`a${key}:${effect}`, bounded)) ||

@@ -21,7 +21,8 @@ export function isDecimalInteger(value: string): string[] {
   return /^(0|-?[1-9][0-9]*)$/.test(value) ? [] : ['must be a valid decimal integer in canonical form'];
 }
 
-export type ParseIntResult = { readonly value: bigint; readonly error?: undefined } | { readonly value?: undefined; readonly error: string };
+export type ParseIntResult =
+  { readonly value: bigint; readonly error?: undefined } | { readonly value?: undefined; readonly error: string };
 
 /**
  * strconv.ParseInt(s, 10, 64) with Go's semantics and messages: an optional sign, ASCII digits

@@ -154,5 +154,7 @@ export function isBestEffortPod(pod: Pod, gates: PodLevelResourcesGate): boolean
     return !hasPositiveQOSResource(podResources.requests) && !hasPositiveQOSResource(podResources.limits);
   }
   const containers: readonly Container[] = [...(spec.containers ?? []), ...(spec.initContainers ?? [])];
-  return !containers.some((container) => hasPositiveQOSResource(container.resources?.requests) || hasPositiveQOSResource(container.resources?.limits));
+  return !containers.some(
+    (container) => hasPositiveQOSResource(container.resources?.requests) || hasPositiveQOSResource(container.resources?.limits),
+  );
 }

@@ -52,7 +52,9 @@ export function validateTolerations(
     }
     // Row 2: only `Exists` may leave the key empty ("match all values and all keys").
     if (key.length === 0 && operator !== 'Exists') {
-      errors.push(invalid(`${path}.operator`, operator, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'));
+      errors.push(
+        invalid(`${path}.operator`, operator, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'),
+      );
     }
     // Row 3: tolerationSeconds only means something for NoExecute; an empty effect fails too.
     if (hasSeconds && effect !== 'NoExecute') {

@@ -133,7 +133,17 @@ export function goQuote(value: string): string {
 
 /** strconv.Quote of each ASCII character: undefined for the printable ones, written as they are. */
 const asciiQuoted: readonly (string | undefined)[] = Array.from({ length: 0x80 }, (_, code) => {
-  const named: Record<number, string> = { 0x22: '\\"', 0x5c: '\\\\', 0x07: '\\a', 0x08: '\\b', 0x0c: '\\f', 0x0a: '\\n', 0x0d: '\\r', 0x09: '\\t', 0x0b: '\\v' };
+  const named: Record<number, string> = {
+    0x22: '\\"',
+    0x5c: '\\\\',
+    0x07: '\\a',
+    0x08: '\\b',
+    0x0c: '\\f',
+    0x0a: '\\n',
+    0x0d: '\\r',
+    0x09: '\\t',
+    0x0b: '\\v',
+  };
   if (Object.hasOwn(named, code)) {
     return named[code];
   }

@@ -36,17 +36,26 @@ describe('golden AdmissionReview responses', () => {
   it('has at least 25 fixtures covering both webhooks and both operations', () => {
     assert.ok(fixtures.length >= 25, `only ${fixtures.length} fixtures`);
     for (const webhook of ['mutate', 'validate']) {
-      assert.ok(fixtures.some((fixture) => fixture.webhook === webhook), webhook);
+      assert.ok(
+        fixtures.some((fixture) => fixture.webhook === webhook),
+        webhook,
+      );
     }
     for (const operation of ['CREATE', 'UPDATE']) {
-      assert.ok(fixtures.some((fixture) => fixture.review.request.operation === operation), operation);
+      assert.ok(
+        fixtures.some((fixture) => fixture.review.request.operation === operation),
+        operation,
+      );
     }
   });
 
   for (const fixture of fixtures) {
     it(fixture.description, async () => {
       const app = appFromArgs(fixture.args);
-      const res = await request(app).post(`/${fixture.webhook}`).set('Content-Type', 'application/json').send(JSON.stringify(fixture.review));
+      const res = await request(app)
+        .post(`/${fixture.webhook}`)
+        .set('Content-Type', 'application/json')
+        .send(JSON.stringify(fixture.review));
       assert.equal(res.status, 200);
       const body = res.body as WireResponse;
 

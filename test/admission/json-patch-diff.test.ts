@@ -7,7 +7,10 @@ const a = { key: 'a', operator: 'Exists' };
 const b = { key: 'b', operator: 'Exists' };
 const c = { key: 'c', operator: 'Exists' };
 // 2^53 + 1, as JSON.parse reads it from a review: already rounded to 9007199254740992.
-const big = JSON.parse('{"key":"big","operator":"Exists","effect":"NoExecute","tolerationSeconds":9007199254740993}') as Record<string, unknown>;
+const big = JSON.parse('{"key":"big","operator":"Exists","effect":"NoExecute","tolerationSeconds":9007199254740993}') as Record<
+  string,
+  unknown
+>;
 
 interface Row {
   readonly name: string;
@@ -19,17 +22,45 @@ interface Row {
 const rows: Row[] = [
   { name: 'the same reference gives no operation', original: { spec: { tolerations: [a] } }, changed: null, want: [] },
   { name: 'equal values give no operation', original: { x: [1, { y: 'z' }] }, changed: { x: [1, { y: 'z' }] }, want: [] },
-  { name: 'a new key is added', original: { spec: {} }, changed: { spec: { tolerations: [a] } }, want: [{ op: 'add', path: '/spec/tolerations', value: [a] }] },
-  { name: 'a key that is gone is removed', original: { spec: { nodeName: 'n' } }, changed: { spec: {} }, want: [{ op: 'remove', path: '/spec/nodeName' }] },
-  { name: 'a changed scalar is replaced', original: { spec: { priority: 0 } }, changed: { spec: { priority: 1 } }, want: [{ op: 'replace', path: '/spec/priority', value: 1 }] },
-  { name: 'null replaced by a list is a replace', original: { spec: { tolerations: null } }, changed: { spec: { tolerations: [a] } }, want: [{ op: 'replace', path: '/spec/tolerations', value: [a] }] },
+  {
+    name: 'a new key is added',
+    original: { spec: {} },
+    changed: { spec: { tolerations: [a] } },
+    want: [{ op: 'add', path: '/spec/tolerations', value: [a] }],
+  },
+  {
+    name: 'a key that is gone is removed',
+    original: { spec: { nodeName: 'n' } },
+    changed: { spec: {} },
+    want: [{ op: 'remove', path: '/spec/nodeName' }],
+  },
+  {
+    name: 'a changed scalar is replaced',
+    original: { spec: { priority: 0 } },
+    changed: { spec: { priority: 1 } },
+    want: [{ op: 'replace', path: '/spec/priority', value: 1 }],
+  },
+  {
+    name: 'null replaced by a list is a replace',
+    original: { spec: { tolerations: null } },
+    changed: { spec: { tolerations: [a] } },
+    want: [{ op: 'replace', path: '/spec/tolerations', value: [a] }],
+  },
   {
     name: 'keys with / and ~ are escaped as ~1 and ~0',
     original: { metadata: { annotations: {} } },
     changed: { metadata: { annotations: { 'example.com/a~b': 'x' } } },
     want: [{ op: 'add', path: '/metadata/annotations/example.com~1a~0b', value: 'x' }],
   },
-  { name: 'appended elements are added at their index', original: [a], changed: [a, b, c], want: [{ op: 'add', path: '/1', value: b }, { op: 'add', path: '/2', value: c }] },
+  {
+    name: 'appended elements are added at their index',
+    original: [a],
+    changed: [a, b, c],
+    want: [
+      { op: 'add', path: '/1', value: b },
+      { op: 'add', path: '/2', value: c },
+    ],
+  },
   {
     name: 'an element replaced in place is diffed into its predecessor',
     original: [{ key: 'n', tolerationSeconds: 300 }],
@@ -40,10 +71,29 @@ const rows: Row[] = [
     name: 'an element dropped from the middle is removed and the kept ones after it are not re-sent',
     original: [a, big, b],
     changed: [a, b, c],
-    want: [{ op: 'remove', path: '/1' }, { op: 'add', path: '/2', value: c }],
+    want: [
+      { op: 'remove', path: '/1' },
+      { op: 'add', path: '/2', value: c },
+    ],
   },
-  { name: 'elements removed from the end go from the same index', original: [a, b, c], changed: [a], want: [{ op: 'remove', path: '/1' }, { op: 'remove', path: '/1' }] },
-  { name: 'strings in a list are compared by value and position', original: { values: ['x', 'y'] }, changed: { values: ['x', 'z', 'y'] }, want: [{ op: 'replace', path: '/values/1', value: 'z' }, { op: 'add', path: '/values/2', value: 'y' }] },
+  {
+    name: 'elements removed from the end go from the same index',
+    original: [a, b, c],
+    changed: [a],
+    want: [
+      { op: 'remove', path: '/1' },
+      { op: 'remove', path: '/1' },
+    ],
+  },
+  {
+    name: 'strings in a list are compared by value and position',
+    original: { values: ['x', 'y'] },
+    changed: { values: ['x', 'z', 'y'] },
+    want: [
+      { op: 'replace', path: '/values/1', value: 'z' },
+      { op: 'add', path: '/values/2', value: 'y' },
+    ],
+  },
 ];
 
 describe('diffJson', () => {
@@ -53,7 +103,12 @@ describe('diffJson', () => {
       const patch = diffJson(row.original, changed);
       assert.deepEqual(patch, row.want);
       // And the patch really turns the original into the changed value.
-      const applied = jsonpatch.applyPatch(structuredClone({ root: row.original }), patch.map((op) => ({ ...op, path: `/root${op.path}` })) as jsonpatch.Operation[], true, false).newDocument;
+      const applied = jsonpatch.applyPatch(
+        structuredClone({ root: row.original }),
+        patch.map((op) => ({ ...op, path: `/root${op.path}` })) as jsonpatch.Operation[],
+        true,
+        false,
+      ).newDocument;
       assert.deepEqual(applied.root, changed);
     });
   }

@@ -29,29 +29,42 @@ function withoutManagedFields(object: unknown): unknown {
   return copy;
 }
 
-describe('patches applied by kube-apiserver\'s JSON Patch library', { skip: available ? false : 'kubectl is not installed on this machine' }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'tolerator-kubectl-'));
-  after(() => {
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const patched = loadReviewFixtures().flatMap((fixture) => {
-    const golden = JSON.parse(readFileSync(join(fixturesDir, 'golden', `${fixture.name}.json`), 'utf8')) as { response: { patch?: string } };
-    return golden.response.patch === undefined ? [] : [{ fixture, patch: Buffer.from(golden.response.patch, 'base64').toString('utf8') }];
-  });
-
-  it('there are patches to check', () => {
-    assert.ok(patched.length >= 15, `only ${patched.length} patches`);
-  });
-
-  for (const { fixture, patch } of patched) {
-    it(`${fixture.name}: kubectl and fast-json-patch agree`, () => {
-      const object = fixture.review.request.object as Record<string, unknown>;
-      const file = join(dir, `${fixture.name}.json`);
-      writeFileSync(file, JSON.stringify(object));
-      const byKubectl = JSON.parse(execFileSync('kubectl', ['patch', '--local', '-f', file, '--type=json', '-p', patch, '-o', 'json'], { encoding: 'utf8' })) as unknown;
-      const byLibrary = jsonpatch.applyPatch(structuredClone(object), JSON.parse(patch) as jsonpatch.Operation[], true, false).newDocument;
-      // kubectl's printer drops managedFields; nothing in any patch touches them.
-      assert.deepEqual(withoutManagedFields(byKubectl), withoutManagedFields(byLibrary));
+describe(
+  "patches applied by kube-apiserver's JSON Patch library",
+  { skip: available ? false : 'kubectl is not installed on this machine' },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tolerator-kubectl-'));
+    after(() => {
+      rmSync(dir, { recursive: true, force: true });
     });
-  }
-});
+    const patched = loadReviewFixtures().flatMap((fixture) => {
+      const golden = JSON.parse(readFileSync(join(fixturesDir, 'golden', `${fixture.name}.json`), 'utf8')) as {
+        response: { patch?: string };
+      };
+      return golden.response.patch === undefined ? [] : [{ fixture, patch: Buffer.from(golden.response.patch, 'base64').toString('utf8') }];
+    });
+
+    it('there are patches to check', () => {
+      assert.ok(patched.length >= 15, `only ${patched.length} patches`);
+    });
+
+    for (const { fixture, patch } of patched) {
+      it(`${fixture.name}: kubectl and fast-json-patch agree`, () => {
+        const object = fixture.review.request.object as Record<string, unknown>;
+        const file = join(dir, `${fixture.name}.json`);
+        writeFileSync(file, JSON.stringify(object));
+        const byKubectl = JSON.parse(
+          execFileSync('kubectl', ['patch', '--local', '-f', file, '--type=json', '-p', patch, '-o', 'json'], { encoding: 'utf8' }),
+        ) as unknown;
+        const byLibrary = jsonpatch.applyPatch(
+          structuredClone(object),
+          JSON.parse(patch) as jsonpatch.Operation[],
+          true,
+          false,
+        ).newDocument;
+        // kubectl's printer drops managedFields; nothing in any patch touches them.
+        assert.deepEqual(withoutManagedFields(byKubectl), withoutManagedFields(byLibrary));
+      });
+    }
+  },
+);

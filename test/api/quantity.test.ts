@@ -36,7 +36,11 @@ function mustParse(text: string): Quantity {
 describe('parseQuantityString: the upstream TestQuantityParse table', () => {
   const rows: { name: string; given: string; want: string }[] = [
     // Zeros with every suffix.
-    ...['0', '0n', '0u', '0m', '0Ki', '0k', '0Mi', '0M', '0Gi', '0G', '0Ti', '0T'].map((given) => ({ name: `${given} is zero`, given, want: '0' })),
+    ...['0', '0n', '0u', '0m', '0Ki', '0k', '0Mi', '0M', '0Gi', '0G', '0Ti', '0T'].map((given) => ({
+      name: `${given} is zero`,
+      given,
+      want: '0',
+    })),
     { name: 'a number without suffix is allowed', given: '1', want: '1' },
     // Binary suffixes.
     { name: '1Ki is 1024', given: '1Ki', want: '1024' },
@@ -306,9 +310,50 @@ describe('isPositiveQuantity: parseQuantity and isPositive in one pass over the 
   // Strings near the grammar: signs, leading zeros, fractions, every suffix, exponents with
   // signs, long and wrapping, digitless numbers, Go and non-Go spaces, and a few stray characters.
   const piece = fc.constantFrom(
-    '', '+', '-', '0', '00', '1', '7', '.', '.0', '.5', '000', '0.0001', 'n', 'u', 'm', 'k', 'K', 'M', 'G', 'T', 'P', 'E',
-    'Ki', 'Mi', 'Pi', 'Ei', 'e', 'E', 'e-', 'e+', 'e9', 'e-10', 'E5', 'e4294967296', 'e00000000000000000000003', 'e99999999999999999999',
-    ' ', '\t', '\u00a0', '\u2003', '\ufeff', 'x', 'i', '1e',
+    '',
+    '+',
+    '-',
+    '0',
+    '00',
+    '1',
+    '7',
+    '.',
+    '.0',
+    '.5',
+    '000',
+    '0.0001',
+    'n',
+    'u',
+    'm',
+    'k',
+    'K',
+    'M',
+    'G',
+    'T',
+    'P',
+    'E',
+    'Ki',
+    'Mi',
+    'Pi',
+    'Ei',
+    'e',
+    'E',
+    'e-',
+    'e+',
+    'e9',
+    'e-10',
+    'E5',
+    'e4294967296',
+    'e00000000000000000000003',
+    'e99999999999999999999',
+    ' ',
+    '\t',
+    '\u00a0',
+    '\u2003',
+    '\ufeff',
+    'x',
+    'i',
+    '1e',
   );
   const text = fc.array(piece, { maxLength: 6 }).map((pieces) => pieces.join(''));
   const value = fc.oneof(text, fc.constantFrom(0, -1, 1e-10, 0.5, 3, 1e21, -0));

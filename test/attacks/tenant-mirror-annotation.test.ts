@@ -29,7 +29,9 @@ const tenant = { username: 'alice@example.com', uid: 'a1', groups: ['team-shop',
 
 /** The foreign-nodename fixture (a pod in "shop", no group, bound to gpu-1), sent by a tenant with the mirror annotation. */
 function tenantMirrorReview(): { request: Record<string, unknown> & { object: { metadata: Record<string, unknown> } } } {
-  const review = structuredClone(loadReviewFixture('foreign-nodename-create').review) as unknown as { request: Record<string, unknown> & { object: { metadata: Record<string, unknown>; spec: Record<string, unknown> } } };
+  const review = structuredClone(loadReviewFixture('foreign-nodename-create').review) as unknown as {
+    request: Record<string, unknown> & { object: { metadata: Record<string, unknown>; spec: Record<string, unknown> } };
+  };
   review.request.userInfo = tenant;
   review.request.object.metadata.annotations = { 'kubernetes.io/config.mirror': 'made-up' };
   assert.equal(review.request.object.spec.nodeName, 'gpu-1');
@@ -43,8 +45,14 @@ describe("a tenant's pod with the mirror annotation, bound to another group's no
     };
     const review = tenantMirrorReview();
     for (const hook of config.webhooks) {
-      const called = (hook.matchConditions ?? []).every(({ expression }) =>
-        evaluate(expression, { request: { ...review.request, object: undefined, oldObject: undefined }, object: review.request.object, oldObject: null }) === true);
+      const called = (hook.matchConditions ?? []).every(
+        ({ expression }) =>
+          evaluate(expression, {
+            request: { ...review.request, object: undefined, oldObject: undefined },
+            object: review.request.object,
+            oldObject: null,
+          }) === true,
+      );
       assert.equal(called, true, 'kube-apiserver skips the webhook for a mirror annotation that any user can write');
     }
   });

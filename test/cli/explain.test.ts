@@ -68,7 +68,10 @@ describe('tolerator explain', () => {
   });
 
   it('refuses a kind it does not read, naming the document', () => {
-    assert.throws(() => reviewsFromManifests({ source: 'x.yaml', text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a }\n' }), /x\.yaml: document 0: v1 ConfigMap is not a kind tolerator reads/);
+    assert.throws(
+      () => reviewsFromManifests({ source: 'x.yaml', text: 'apiVersion: v1\nkind: ConfigMap\nmetadata: { name: a }\n' }),
+      /x\.yaml: document 0: v1 ConfigMap is not a kind tolerator reads/,
+    );
   });
 
   it('describes a change it has no words for by its operation and path', () => {
@@ -81,11 +84,16 @@ describe('tolerator explain shows the cautions of the loaded policies', () => {
     const { set } = createPolicySet([compilePolicy('pod-label', labelPolicySpec())]);
     const lines = policyCautionLines(set);
     assert.equal(lines.length, 1);
-    assert.match(lines[0] ?? '', /^caution: TenancyPolicy "pod-label" spec\.exempt reads object\.metadata\.labels, .*a tenant can exempt its own pods/);
+    assert.match(
+      lines[0] ?? '',
+      /^caution: TenancyPolicy "pod-label" spec\.exempt reads object\.metadata\.labels, .*a tenant can exempt its own pods/,
+    );
   });
 
   it('shows none for the shipped policies', () => {
-    const { set } = createPolicySet([compilePolicy('namespace-label', { ...labelPolicySpec(), exempt: "namespaceObject.metadata.?labels['x'].orValue('') == 'true'" })]);
+    const { set } = createPolicySet([
+      compilePolicy('namespace-label', { ...labelPolicySpec(), exempt: "namespaceObject.metadata.?labels['x'].orValue('') == 'true'" }),
+    ]);
     assert.deepEqual(policyCautionLines(set), []);
   });
 });

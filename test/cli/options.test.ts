@@ -6,10 +6,23 @@ import { allPluginNames, selectPlugins } from '../../src/plugins/registry.js';
 
 describe('flags in kube-apiserver style', () => {
   const rows: { name: string; argv: string[]; want: Record<string, unknown>; positionals?: string[] }[] = [
-    { name: '--name=value and --name value are the same', argv: ['--policies=a', '--cluster-state', 'b'], want: { policies: 'a', 'cluster-state': 'b' } },
+    {
+      name: '--name=value and --name value are the same',
+      argv: ['--policies=a', '--cluster-state', 'b'],
+      want: { policies: 'a', 'cluster-state': 'b' },
+    },
     { name: 'the last occurrence wins, as in pflag', argv: ['--policies=a', '--policies=b'], want: { policies: 'b' } },
-    { name: 'an integer flag is read as an int64', argv: ['--default-not-ready-toleration-seconds=-5'], want: { 'default-not-ready-toleration-seconds': -5n } },
-    { name: 'arguments that are not flags are positionals, and -- ends the flags', argv: ['a.yaml', '--', '--policies=x'], want: {}, positionals: ['a.yaml', '--policies=x'] },
+    {
+      name: 'an integer flag is read as an int64',
+      argv: ['--default-not-ready-toleration-seconds=-5'],
+      want: { 'default-not-ready-toleration-seconds': -5n },
+    },
+    {
+      name: 'arguments that are not flags are positionals, and -- ends the flags',
+      argv: ['a.yaml', '--', '--policies=x'],
+      want: {},
+      positionals: ['a.yaml', '--policies=x'],
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -22,12 +35,23 @@ describe('flags in kube-apiserver style', () => {
   const errors: { name: string; argv: string[]; message: RegExp }[] = [
     { name: 'an unknown flag', argv: ['--feature-gate=x'], message: /unknown flag: --feature-gate/ },
     { name: 'a flag without its value', argv: ['--policies'], message: /flag needs an argument: --policies/ },
-    { name: 'a non-integer for an integer flag', argv: ['--default-unreachable-toleration-seconds=5m'], message: /invalid integer value "5m"/ },
-    { name: 'an integer beyond int64', argv: ['--default-unreachable-toleration-seconds=9223372036854775808'], message: /out of the int64 range/ },
+    {
+      name: 'a non-integer for an integer flag',
+      argv: ['--default-unreachable-toleration-seconds=5m'],
+      message: /invalid integer value "5m"/,
+    },
+    {
+      name: 'an integer beyond int64',
+      argv: ['--default-unreachable-toleration-seconds=9223372036854775808'],
+      message: /out of the int64 range/,
+    },
   ];
   for (const row of errors) {
     it(`${row.name} is a usage error`, () => {
-      assert.throws(() => parseFlags(row.argv, admissionFlags), (error: unknown) => error instanceof UsageError && row.message.test(error.message));
+      assert.throws(
+        () => parseFlags(row.argv, admissionFlags),
+        (error: unknown) => error instanceof UsageError && row.message.test(error.message),
+      );
     });
   }
 });
@@ -49,7 +73,7 @@ describe('--feature-gates', () => {
   });
 });
 
-describe('--enable-plugins and --disable-plugins, as kube-apiserver\'s admission-plugin flags', () => {
+describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-plugin flags", () => {
   it('all plugins are on by default, in the fixed order', () => {
     assert.deepEqual(selectPlugins([], []), allPluginNames);
   });
@@ -65,18 +89,29 @@ describe('--enable-plugins and --disable-plugins, as kube-apiserver\'s admission
     assert.deepEqual(selectPlugins(['TolerationValidation', 'DaemonSetTolerations'], []), allPluginNames);
   });
   it('a plugin in both lists is an error', () => {
-    assert.throws(() => selectPlugins(['DedicatedNodes'], ['DedicatedNodes']), /DedicatedNodes cannot be in both --enable-plugins and --disable-plugins/);
+    assert.throws(
+      () => selectPlugins(['DedicatedNodes'], ['DedicatedNodes']),
+      /DedicatedNodes cannot be in both --enable-plugins and --disable-plugins/,
+    );
   });
   it('an unknown plugin is an error that lists the known ones', () => {
-    assert.throws(() => selectPlugins(['PodNodeSelector'], []), /unknown admission plugin "PodNodeSelector"; known plugins: DaemonSetTolerations, /);
+    assert.throws(
+      () => selectPlugins(['PodNodeSelector'], []),
+      /unknown admission plugin "PodNodeSelector"; known plugins: DaemonSetTolerations, /,
+    );
   });
   it('reaches the settings through the flags', () => {
-    const settings = readAdmissionSettings(parseFlags(['--disable-plugins=SchedulingWarnings', '--default-not-ready-toleration-seconds=60'], admissionFlags));
+    const settings = readAdmissionSettings(
+      parseFlags(['--disable-plugins=SchedulingWarnings', '--default-not-ready-toleration-seconds=60'], admissionFlags),
+    );
     assert.equal(settings.enabled.includes('SchedulingWarnings'), false);
     assert.equal(settings.notReadySeconds, 60);
     assert.equal(settings.unreachableSeconds, 300);
   });
   it('a toleration-seconds flag beyond what a JSON number carries exactly is refused', () => {
-    assert.throws(() => readAdmissionSettings(parseFlags(['--default-not-ready-toleration-seconds=9007199254740992'], admissionFlags)), /beyond what a JSON number carries exactly/);
+    assert.throws(
+      () => readAdmissionSettings(parseFlags(['--default-not-ready-toleration-seconds=9007199254740992'], admissionFlags)),
+      /beyond what a JSON number carries exactly/,
+    );
   });
 });

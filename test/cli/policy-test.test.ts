@@ -66,12 +66,18 @@ expect:
     mkdirSync(join(dir, 'policies'));
     writeFileSync(
       join(dir, 'policies', 'p.yaml'),
-      readFileSync(join(root, 'policies', 'dedicated-by-namespace-label.yaml'), 'utf8').replace(/exempt: .*/, `exempt: "object.metadata.?labels['exempt'].orValue('') == 'true'"`),
+      readFileSync(join(root, 'policies', 'dedicated-by-namespace-label.yaml'), 'utf8').replace(
+        /exempt: .*/,
+        `exempt: "object.metadata.?labels['exempt'].orValue('') == 'true'"`,
+      ),
     );
     try {
       const { code, stderr } = await runTests([dir]);
       assert.equal(code, 0);
-      assert.match(stderr, /^tolerator test: caution: --policies .*: TenancyPolicy "dedicated-by-namespace-label" spec\.exempt reads object\.metadata\.labels, /m);
+      assert.match(
+        stderr,
+        /^tolerator test: caution: --policies .*: TenancyPolicy "dedicated-by-namespace-label" spec\.exempt reads object\.metadata\.labels, /m,
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -129,7 +135,11 @@ expect: { allowed: true }
     { name: 'no directory: 2', argv: [], want: 2 },
     { name: 'a directory without test files: 2', argv: [join(root, 'examples')], want: 2 },
     { name: 'a case with an unknown field: 2', cases: 'name: x\nresorce: {}\nexpect: { allowed: true }\n', want: 2 },
-    { name: 'a case without expect.allowed: 2', cases: 'name: x\nresource: { apiVersion: v1, kind: Pod, metadata: { name: p } }\nexpect: {}\n', want: 2 },
+    {
+      name: 'a case without expect.allowed: 2',
+      cases: 'name: x\nresource: { apiVersion: v1, kind: Pod, metadata: { name: p } }\nexpect: {}\n',
+      want: 2,
+    },
   ];
   for (const row of usageRows) {
     it(row.name, async () => {

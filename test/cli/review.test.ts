@@ -8,12 +8,16 @@ import { loadReviewFixture } from '../support/harness.js';
 const root = join(import.meta.dirname, '..', '..');
 
 function tolerator(args: readonly string[], input?: string): { status: number | null; stdout: string; stderr: string } {
-  const result = spawnSync(process.execPath, ['--enable-experimental-regexp-engine-on-excessive-backtracks', '--import', 'tsx', 'src/main.ts', ...args], {
-    cwd: root,
-    input,
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
+  const result = spawnSync(
+    process.execPath,
+    ['--enable-experimental-regexp-engine-on-excessive-backtracks', '--import', 'tsx', 'src/main.ts', ...args],
+    {
+      cwd: root,
+      input,
+      encoding: 'utf8',
+      timeout: 60_000,
+    },
+  );
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 
@@ -25,10 +29,13 @@ describe('tolerator review', () => {
     assert.equal(response.allowed, true);
     assert.equal(response.uid, loadReviewFixture('burstable-create-no-tolerations').review.request.uid);
     const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as { value: { key: string }[] }[];
-    assert.deepEqual(patch[0]?.value.map((toleration) => toleration.key), ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure']);
+    assert.deepEqual(
+      patch[0]?.value.map((toleration) => toleration.key),
+      ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure'],
+    );
   });
 
-  it('reads standard input with -, and exits 1 with the API server\'s message when denied', () => {
+  it("reads standard input with -, and exits 1 with the API server's message when denied", () => {
     const result = tolerator(['review', '-', '--webhook', 'validate'], JSON.stringify(loadReviewFixture('gt-gate-off-create').review));
     assert.equal(result.status, 1);
     const response = (JSON.parse(result.stdout) as { response: { status: { message: string } } }).response;

@@ -11,7 +11,10 @@ const podsFile = join(root, 'examples', 'pods.yaml');
 const gateOn = '--feature-gates=TaintTolerationComparisonOperators=true';
 
 /** Runs the command with in-memory output; `files` shadows the disk for the paths it names. */
-async function simulate(argv: readonly string[], files: Record<string, string> = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+async function simulate(
+  argv: readonly string[],
+  files: Record<string, string> = {},
+): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const code = await simulateCommand(argv, {
@@ -41,19 +44,96 @@ function placement(all: readonly PodReport[], pod: string, node: string): PodRep
 }
 
 describe('tolerator simulate on the example cluster', () => {
-  const rows: { name: string; args: string[]; pod: string; node: string; field: 'schedulable' | 'preferred' | 'evictAfterSeconds'; want: boolean | number | null }[] = [
-    { name: 'with the gate on, the Gt 900 toleration lets the pod onto the node tainted 950', args: [gateOn], pod: 'Pod/needs-new-cpu', node: 'cpu-950', field: 'schedulable', want: true },
-    { name: 'with the gate on, the Gt 900 toleration does not tolerate the node tainted high', args: [gateOn], pod: 'Pod/needs-new-cpu', node: 'cpu-high', field: 'schedulable', want: false },
-    { name: 'with the gate off, the Gt 900 toleration tolerates not even the node tainted 950', args: [], pod: 'Pod/needs-new-cpu', node: 'cpu-950', field: 'schedulable', want: false },
+  const rows: {
+    name: string;
+    args: string[];
+    pod: string;
+    node: string;
+    field: 'schedulable' | 'preferred' | 'evictAfterSeconds';
+    want: boolean | number | null;
+  }[] = [
+    {
+      name: 'with the gate on, the Gt 900 toleration lets the pod onto the node tainted 950',
+      args: [gateOn],
+      pod: 'Pod/needs-new-cpu',
+      node: 'cpu-950',
+      field: 'schedulable',
+      want: true,
+    },
+    {
+      name: 'with the gate on, the Gt 900 toleration does not tolerate the node tainted high',
+      args: [gateOn],
+      pod: 'Pod/needs-new-cpu',
+      node: 'cpu-high',
+      field: 'schedulable',
+      want: false,
+    },
+    {
+      name: 'with the gate off, the Gt 900 toleration tolerates not even the node tainted 950',
+      args: [],
+      pod: 'Pod/needs-new-cpu',
+      node: 'cpu-950',
+      field: 'schedulable',
+      want: false,
+    },
     { name: 'the PreferNoSchedule node is schedulable', args: [], pod: 'Pod/plain', node: 'spot-1', field: 'schedulable', want: true },
     { name: 'the PreferNoSchedule node is not preferred', args: [], pod: 'Pod/plain', node: 'spot-1', field: 'preferred', want: false },
-    { name: 'a pod without a NoExecute toleration is evicted at once from the maintenance node', args: ['--running'], pod: 'Pod/plain', node: 'maintenance-1', field: 'evictAfterSeconds', want: 0 },
-    { name: 'a pod tolerating maintenance for 3600 s is evicted after 3600 s', args: ['--running'], pod: 'Pod/survives-maintenance', node: 'maintenance-1', field: 'evictAfterSeconds', want: 3600 },
-    { name: 'a pod tolerating maintenance without tolerationSeconds is never evicted', args: ['--running'], pod: 'Pod/ignores-maintenance', node: 'maintenance-1', field: 'evictAfterSeconds', want: null },
-    { name: 'a running pod stays on a node whose NoSchedule taint it does not tolerate', args: ['--running'], pod: 'Pod/plain', node: 'cpu-high', field: 'schedulable', want: true },
-    { name: 'the Deployment is judged by its template: Gt node affinity on the label picks the 950 node', args: [gateOn], pod: 'Deployment/fast-cpu', node: 'cpu-950', field: 'schedulable', want: true },
-    { name: 'the Deployment is judged by its template: Gt node affinity excludes the plain node', args: [gateOn], pod: 'Deployment/fast-cpu', node: 'plain-1', field: 'schedulable', want: false },
-    { name: "a DaemonSet pod carries the controller's tolerations and lands on the cordoned node", args: [], pod: 'DaemonSet/node-agent', node: 'cordoned-1', field: 'schedulable', want: true },
+    {
+      name: 'a pod without a NoExecute toleration is evicted at once from the maintenance node',
+      args: ['--running'],
+      pod: 'Pod/plain',
+      node: 'maintenance-1',
+      field: 'evictAfterSeconds',
+      want: 0,
+    },
+    {
+      name: 'a pod tolerating maintenance for 3600 s is evicted after 3600 s',
+      args: ['--running'],
+      pod: 'Pod/survives-maintenance',
+      node: 'maintenance-1',
+      field: 'evictAfterSeconds',
+      want: 3600,
+    },
+    {
+      name: 'a pod tolerating maintenance without tolerationSeconds is never evicted',
+      args: ['--running'],
+      pod: 'Pod/ignores-maintenance',
+      node: 'maintenance-1',
+      field: 'evictAfterSeconds',
+      want: null,
+    },
+    {
+      name: 'a running pod stays on a node whose NoSchedule taint it does not tolerate',
+      args: ['--running'],
+      pod: 'Pod/plain',
+      node: 'cpu-high',
+      field: 'schedulable',
+      want: true,
+    },
+    {
+      name: 'the Deployment is judged by its template: Gt node affinity on the label picks the 950 node',
+      args: [gateOn],
+      pod: 'Deployment/fast-cpu',
+      node: 'cpu-950',
+      field: 'schedulable',
+      want: true,
+    },
+    {
+      name: 'the Deployment is judged by its template: Gt node affinity excludes the plain node',
+      args: [gateOn],
+      pod: 'Deployment/fast-cpu',
+      node: 'plain-1',
+      field: 'schedulable',
+      want: false,
+    },
+    {
+      name: "a DaemonSet pod carries the controller's tolerations and lands on the cordoned node",
+      args: [],
+      pod: 'DaemonSet/node-agent',
+      node: 'cordoned-1',
+      field: 'schedulable',
+      want: true,
+    },
   ];
   for (const row of rows) {
     it(row.name, async () => {
@@ -92,9 +172,14 @@ describe('tolerator simulate on the example cluster', () => {
   it('--mutate runs the pod through the admission pipeline first: a tenant pod is restricted to its group', async () => {
     const cluster = join(root, 'test', 'fixtures', 'config', 'tenancy-cluster.yaml');
     const pod = 'apiVersion: v1\nkind: Pod\nmetadata: { name: trainer, namespace: ml }\nspec: { containers: [{ name: app, image: x }] }\n';
-    const { stdout } = await simulate(['--nodes', cluster, '--mutate', `--policies=${join(root, 'policies')}`, '-o', 'json', 'pod.yaml'], { 'pod.yaml': pod });
+    const { stdout } = await simulate(['--nodes', cluster, '--mutate', `--policies=${join(root, 'policies')}`, '-o', 'json', 'pod.yaml'], {
+      'pod.yaml': pod,
+    });
     const all = JSON.parse(stdout) as PodReport[];
-    assert.deepEqual(all[0]?.nodes.filter((candidate) => candidate.schedulable).map((candidate) => candidate.node), ['gpu-1']);
+    assert.deepEqual(
+      all[0]?.nodes.filter((candidate) => candidate.schedulable).map((candidate) => candidate.node),
+      ['gpu-1'],
+    );
   });
 });
 

@@ -39,17 +39,37 @@ describe('tenancy policy reload', () => {
   });
 
   it('serves the policies found at start', async () => {
-    assert.deepEqual(tenancy.current().policies.map((policy) => policy.name), ['dedicated-by-namespace-label']);
+    assert.deepEqual(
+      tenancy.current().policies.map((policy) => policy.name),
+      ['dedicated-by-namespace-label'],
+    );
     assert.match(await metrics.registry.getSingleMetricAsString('tolerator_policies_loaded'), /tolerator_policies_loaded 1/);
   });
 
   it('keeps the last good set when a new file does not compile, and says so in /metrics and the log', async () => {
     writeFileSync(
       join(dir, 'broken.yaml'),
-      ['apiVersion: tolerator.dev/v1alpha1', 'kind: TenancyPolicy', 'metadata: { name: broken }', 'spec:', '  group: "namespaceObject.metadata.name +"', '  taint: { key: x, effect: NoSchedule }', '  nodeLabel: x', ''].join('\n'),
+      [
+        'apiVersion: tolerator.dev/v1alpha1',
+        'kind: TenancyPolicy',
+        'metadata: { name: broken }',
+        'spec:',
+        '  group: "namespaceObject.metadata.name +"',
+        '  taint: { key: x, effect: NoSchedule }',
+        '  nodeLabel: x',
+        '',
+      ].join('\n'),
     );
-    await waitFor(async () => /tolerator_policy_load_errors_total 1/.test(await metrics.registry.getSingleMetricAsString('tolerator_policy_load_errors_total')), 'the load error to be counted');
-    assert.deepEqual(tenancy.current().policies.map((policy) => policy.name), ['dedicated-by-namespace-label'], 'the old set still serves');
+    await waitFor(
+      async () =>
+        /tolerator_policy_load_errors_total 1/.test(await metrics.registry.getSingleMetricAsString('tolerator_policy_load_errors_total')),
+      'the load error to be counted',
+    );
+    assert.deepEqual(
+      tenancy.current().policies.map((policy) => policy.name),
+      ['dedicated-by-namespace-label'],
+      'the old set still serves',
+    );
     assert.equal(tenancy.healthy(), false);
     const logged = lines.find((line) => line.msg === 'tenancy policies not reloaded; the last good set keeps serving');
     assert.ok(logged !== undefined, 'an error line in the log');
@@ -70,7 +90,17 @@ describe('tenancy policies that read what tenants write', () => {
     const dir = mkdtempSync(join(tmpdir(), 'tolerator-policies-'));
     writeFileSync(
       join(dir, 'pod-label.yaml'),
-      ['apiVersion: tolerator.dev/v1alpha1', 'kind: TenancyPolicy', 'metadata: { name: pod-label }', 'spec:', `  group: "namespaceObject.metadata.?labels['dedicated'].orValue('')"`, '  taint: { key: dedicated, effect: NoSchedule }', '  nodeLabel: dedicated', `  exempt: "object.metadata.?labels['exempt'].orValue('') == 'true'"`, ''].join('\n'),
+      [
+        'apiVersion: tolerator.dev/v1alpha1',
+        'kind: TenancyPolicy',
+        'metadata: { name: pod-label }',
+        'spec:',
+        `  group: "namespaceObject.metadata.?labels['dedicated'].orValue('')"`,
+        '  taint: { key: dedicated, effect: NoSchedule }',
+        '  nodeLabel: dedicated',
+        `  exempt: "object.metadata.?labels['exempt'].orValue('') == 'true'"`,
+        '',
+      ].join('\n'),
     );
     const lines: Record<string, unknown>[] = [];
     const sink = new Writable({
@@ -81,7 +111,11 @@ describe('tenancy policies that read what tenants write', () => {
     });
     try {
       const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), undefined, false);
-      assert.deepEqual(tenancy.current().policies.map((policy) => policy.name), ['pod-label'], 'the policy still serves');
+      assert.deepEqual(
+        tenancy.current().policies.map((policy) => policy.name),
+        ['pod-label'],
+        'the policy still serves',
+      );
       const warning = lines.find((line) => line.level === 40 && line.policy === 'pod-label');
       assert.ok(warning !== undefined, JSON.stringify(lines));
       assert.match(String(warning.msg), /spec\.exempt reads object\.metadata\.labels, which whoever creates the pod or workload writes/);

@@ -13,8 +13,15 @@ const REGEXP_FLAG = '--enable-experimental-regexp-engine-on-excessive-backtracks
 // still supported.
 const OLDEST_SUPPORTED_NODE_MAJOR = 22;
 
-interface Instruction { keyword: string; args: string }
-interface Stage { from: string; name: string | undefined; instructions: Instruction[] }
+interface Instruction {
+  keyword: string;
+  args: string;
+}
+interface Stage {
+  from: string;
+  name: string | undefined;
+  instructions: Instruction[];
+}
 
 /** Instructions grouped by stage: comments dropped, `\` continuations joined. */
 function parseDockerfile(text: string): Stage[] {
@@ -88,13 +95,19 @@ describe('Dockerfile', () => {
 
   it('installs all dependencies and compiles in the build stage', () => {
     const runs = argsOf(build, 'RUN');
-    assert.ok(runs.some((r) => /\bnpm ci\b/.test(r) && !r.includes('--omit=dev')), 'npm ci with dev dependencies (tsc)');
+    assert.ok(
+      runs.some((r) => /\bnpm ci\b/.test(r) && !r.includes('--omit=dev')),
+      'npm ci with dev dependencies (tsc)',
+    );
     assert.ok(runs.some((r) => r.includes('npm run build')));
   });
 
   it('installs production dependencies only in the runtime stage, from the lock file', () => {
     const runs = argsOf(runtime, 'RUN');
-    assert.ok(runs.some((r) => /\bnpm ci\b.*--omit=dev/.test(r)), runs.join(' | '));
+    assert.ok(
+      runs.some((r) => /\bnpm ci\b.*--omit=dev/.test(r)),
+      runs.join(' | '),
+    );
     assert.ok(!runs.some((r) => /\bnpm (install|i)\b/.test(r)), 'npm install ignores the lock file');
     assert.ok(argsOf(runtime, 'ENV').some((e) => /^NODE_ENV[= ]production$/.test(e)));
   });

@@ -12,14 +12,8 @@ import { parse, parseAllDocuments } from 'yaml';
 import jsonpatch from 'fast-json-patch';
 import type { Operation } from 'fast-json-patch';
 import { evaluate } from '@marcbachmann/cel-js';
-import {
-  MutatingWebhookConfiguration,
-  ValidatingWebhookConfiguration,
-} from 'kubernetes-models/admissionregistration.k8s.io/v1';
-import type {
-  IMutatingWebhook,
-  IValidatingWebhook,
-} from 'kubernetes-models/admissionregistration.k8s.io/v1';
+import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1';
+import type { IMutatingWebhook, IValidatingWebhook } from 'kubernetes-models/admissionregistration.k8s.io/v1';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import type { IDeployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
@@ -41,13 +35,22 @@ const FEATURE_GATE_FLAG = '--feature-gates=TaintTolerationComparisonOperators=tr
 // The server's command line as decided for production (the issue "Production deployment"): the
 // image's ENTRYPOINT followed by the container's args must spell exactly this.
 const SERVER_COMMAND = [
-  'node', '--enable-experimental-regexp-engine-on-excessive-backtracks', 'dist/main.js',
-  'serve', '--port', '8443',
-  '--tls-cert-file', '/etc/tolerator/tls/tls.crt',
-  '--tls-private-key-file', '/etc/tolerator/tls/tls.key',
-  '--policies', '/etc/tolerator/policies',
-  '--shutdown-delay', '5',
-  '--shutdown-grace', '5',
+  'node',
+  '--enable-experimental-regexp-engine-on-excessive-backtracks',
+  'dist/main.js',
+  'serve',
+  '--port',
+  '8443',
+  '--tls-cert-file',
+  '/etc/tolerator/tls/tls.crt',
+  '--tls-private-key-file',
+  '/etc/tolerator/tls/tls.key',
+  '--policies',
+  '/etc/tolerator/policies',
+  '--shutdown-delay',
+  '5',
+  '--shutdown-grace',
+  '5',
 ];
 // kube-apiserver's DefaultTolerationSeconds: what a pod gets when it says nothing itself.
 const APISERVER_DEFAULT_TOLERATION_SECONDS = 300;
@@ -98,8 +101,15 @@ function render(dir: string): Rendered {
   }
 }
 
-interface ImageEntry { name: string; newName?: string; newTag?: string }
-interface PatchEntry { path: string; target: { kind: string; name: string } }
+interface ImageEntry {
+  name: string;
+  newName?: string;
+  newTag?: string;
+}
+interface PatchEntry {
+  path: string;
+  target: { kind: string; name: string };
+}
 
 // The subset of kustomize these manifests use, so the tests still run where kubectl is absent:
 // resources (files and directories), images, and JSON 6902 patches. Anything else is refused
@@ -190,16 +200,24 @@ function flagValue(args: readonly string[], name: string): string | undefined {
 /** Kubernetes label-selector semantics (matchLabels AND every matchExpression). */
 function selectorMatches(selector: LabelSelector, labels: Readonly<Record<string, string>>): boolean {
   const byLabel = Object.entries(selector.matchLabels ?? {}).every(([k, v]) => labels[k] === v);
-  return byLabel && (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
-    const value = labels[key];
-    switch (operator) {
-      case 'In': return value !== undefined && values.includes(value);
-      case 'NotIn': return value === undefined || !values.includes(value);
-      case 'Exists': return value !== undefined;
-      case 'DoesNotExist': return value === undefined;
-      default: throw new Error(`unknown selector operator ${operator}`);
-    }
-  });
+  return (
+    byLabel &&
+    (selector.matchExpressions ?? []).every(({ key, operator, values = [] }) => {
+      const value = labels[key];
+      switch (operator) {
+        case 'In':
+          return value !== undefined && values.includes(value);
+        case 'NotIn':
+          return value === undefined || !values.includes(value);
+        case 'Exists':
+          return value !== undefined;
+        case 'DoesNotExist':
+          return value === undefined;
+        default:
+          throw new Error(`unknown selector operator ${operator}`);
+      }
+    })
+  );
 }
 
 /** Seconds of a Go duration as cert-manager writes them ("2160h", "1h30m"). */
@@ -235,22 +253,30 @@ const webhooks: readonly (IMutatingWebhook | IValidatingWebhook)[] = [...(mutati
 describe('deploy/ renders to schema-valid objects', () => {
   it('renders the base with kustomize (or from the raw files when kubectl is absent)', (t) => {
     t.diagnostic(`deploy/ rendered from ${base.source}`);
-    if (base.source === 'raw files') t.diagnostic('kubectl not found: kustomization.yaml applied by the test (resources, images, patches only)');
+    if (base.source === 'raw files')
+      t.diagnostic('kubectl not found: kustomization.yaml applied by the test (resources, images, patches only)');
     assert.ok(docs.length > 0);
   });
 
   it('contains exactly the objects of the production deployment', () => {
     const names = docs.map((d) => `${d.kind}/${d.metadata.name}`).sort();
     assert.deepEqual(names, [
-      'Certificate/tolerator-ca', 'Certificate/tolerator-serving',
-      'ClusterRole/tolerator', 'ClusterRoleBinding/tolerator',
-      'ConfigMap/tolerator-policies', 'Deployment/tolerator',
+      'Certificate/tolerator-ca',
+      'Certificate/tolerator-serving',
+      'ClusterRole/tolerator',
+      'ClusterRoleBinding/tolerator',
+      'ConfigMap/tolerator-policies',
+      'Deployment/tolerator',
       'HorizontalPodAutoscaler/tolerator',
-      'Issuer/tolerator-ca', 'Issuer/tolerator-selfsigned',
+      'Issuer/tolerator-ca',
+      'Issuer/tolerator-selfsigned',
       'MutatingWebhookConfiguration/tolerator',
-      'Namespace/tolerator-system', 'NetworkPolicy/tolerator', 'PodDisruptionBudget/tolerator',
+      'Namespace/tolerator-system',
+      'NetworkPolicy/tolerator',
+      'PodDisruptionBudget/tolerator',
       'ResourceQuota/tolerator-critical-pods',
-      'Service/tolerator', 'ServiceAccount/tolerator',
+      'Service/tolerator',
+      'ServiceAccount/tolerator',
       'ValidatingWebhookConfiguration/tolerator',
     ]);
   });
@@ -259,12 +285,20 @@ describe('deploy/ renders to schema-valid objects', () => {
     for (const doc of docs) {
       const Model = MODELS.get(`${doc.apiVersion}/${doc.kind}`);
       assert.ok(Model, `no schema for ${doc.apiVersion} ${doc.kind}`);
-      assert.doesNotThrow(() => { new Model(doc as never).validate(); }, `${doc.kind}/${doc.metadata.name}`);
+      assert.doesNotThrow(() => {
+        new Model(doc as never).validate();
+      }, `${doc.kind}/${doc.metadata.name}`);
     }
   });
 
   it('puts every namespaced object in tolerator-system', () => {
-    const clusterScoped = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding', 'MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']);
+    const clusterScoped = new Set([
+      'Namespace',
+      'ClusterRole',
+      'ClusterRoleBinding',
+      'MutatingWebhookConfiguration',
+      'ValidatingWebhookConfiguration',
+    ]);
     for (const doc of docs) {
       assert.equal(doc.metadata.namespace, clusterScoped.has(doc.kind) ? undefined : NAMESPACE, `${doc.kind}/${doc.metadata.name}`);
     }
@@ -303,7 +337,10 @@ describe('Deployment tolerator', () => {
   it('probes /readyz (readiness) and /healthz (liveness) over HTTPS on the server port', () => {
     const portOf = (p: number | string | undefined): number | undefined =>
       typeof p === 'string' ? container.ports?.find((c) => c.name === p)?.containerPort : p;
-    for (const [probe, path] of [[container.readinessProbe, '/readyz'], [container.livenessProbe, '/healthz']] as const) {
+    for (const [probe, path] of [
+      [container.readinessProbe, '/readyz'],
+      [container.livenessProbe, '/healthz'],
+    ] as const) {
       assert.equal(probe?.httpGet?.path, path);
       assert.equal(probe.httpGet.scheme, 'HTTPS');
       assert.equal(portOf(probe.httpGet.port), Number(flagValue(args, '--port')));
@@ -412,7 +449,7 @@ describe('Deployment tolerator', () => {
 });
 
 describe('RBAC', () => {
-  it('binds the Deployment\'s ServiceAccount to the ClusterRole', () => {
+  it("binds the Deployment's ServiceAccount to the ClusterRole", () => {
     const account = podSpec(deployment).serviceAccountName;
     one(docs, ServiceAccount.is, account ?? '');
     const binding = one(docs, ClusterRoleBinding.is, 'tolerator');
@@ -427,7 +464,14 @@ describe('RBAC', () => {
       assert.equal(rule.nonResourceURLs, undefined);
       return (rule.apiGroups ?? []).flatMap((g) => (rule.resources ?? []).flatMap((r) => rule.verbs.map((v) => `${g}/${r}:${v}`)));
     });
-    assert.deepEqual(grants.sort(), ['/namespaces:get', '/namespaces:list', '/namespaces:watch', '/nodes:get', '/nodes:list', '/nodes:watch']);
+    assert.deepEqual(grants.sort(), [
+      '/namespaces:get',
+      '/namespaces:list',
+      '/namespaces:watch',
+      '/nodes:get',
+      '/nodes:list',
+      '/nodes:watch',
+    ]);
     assert.equal(docs.filter((d) => d.kind === 'Role' || d.kind === 'RoleBinding').length, 0);
   });
 });
@@ -502,20 +546,32 @@ describe('cert-manager chain', () => {
 describe('webhook configurations', () => {
   const cases = [
     { kind: 'MutatingWebhookConfiguration', config: mutating, hooks: mutating.webhooks ?? [], path: '/mutate', failurePolicy: 'Ignore' },
-    { kind: 'ValidatingWebhookConfiguration', config: validating, hooks: validating.webhooks ?? [], path: '/validate', failurePolicy: 'Fail' },
+    {
+      kind: 'ValidatingWebhookConfiguration',
+      config: validating,
+      hooks: validating.webhooks ?? [],
+      path: '/validate',
+      failurePolicy: 'Fail',
+    },
   ] as const;
 
   for (const { kind, config, hooks, path, failurePolicy } of cases) {
     describe(kind, () => {
       it('has the CA injected from the serving Certificate', () => {
-        assert.equal(config.metadata.annotations?.['cert-manager.io/inject-ca-from'], `${serving.metadata.namespace ?? ''}/${serving.metadata.name}`);
+        assert.equal(
+          config.metadata.annotations?.['cert-manager.io/inject-ca-from'],
+          `${serving.metadata.namespace ?? ''}/${serving.metadata.name}`,
+        );
         assert.ok(hooks.length > 0);
       });
 
       it(`calls the Service on ${path}`, () => {
         for (const hook of hooks) {
           assert.deepEqual(hook.clientConfig.service, {
-            name: service.metadata.name, namespace: service.metadata.namespace, path, port: service.spec?.ports?.[0]?.port,
+            name: service.metadata.name,
+            namespace: service.metadata.namespace,
+            path,
+            port: service.spec?.ports?.[0]?.port,
           });
           assert.equal(hook.clientConfig.url, undefined);
         }
@@ -536,7 +592,10 @@ describe('webhook configurations', () => {
       });
 
       it('skips kube-system, kube-node-lease, its own namespace and opted-out namespaces', () => {
-        const ns = (name: string, extra: Record<string, string> = {}): Record<string, string> => ({ 'kubernetes.io/metadata.name': name, ...extra });
+        const ns = (name: string, extra: Record<string, string> = {}): Record<string, string> => ({
+          'kubernetes.io/metadata.name': name,
+          ...extra,
+        });
         for (const hook of hooks) {
           const selector = hook.namespaceSelector;
           assert.ok(selector);
@@ -557,8 +616,15 @@ describe('webhook configurations', () => {
         for (const hook of hooks) {
           const conditions = hook.matchConditions ?? [];
           assert.ok(conditions.length > 0);
-          const matches = (resource: string, object: unknown, userInfo: object = kubelet): boolean => conditions.every(({ expression }) =>
-            evaluate(expression, { request: { operation: 'CREATE', resource: { group: '', version: 'v1', resource }, userInfo }, object, oldObject: null }) === true);
+          const matches = (resource: string, object: unknown, userInfo: object = kubelet): boolean =>
+            conditions.every(
+              ({ expression }) =>
+                evaluate(expression, {
+                  request: { operation: 'CREATE', resource: { group: '', version: 'v1', resource }, userInfo },
+                  object,
+                  oldObject: null,
+                }) === true,
+            );
           assert.equal(matches('pods', mirror), false, 'mirror pod');
           assert.equal(matches('pods', mirror, tenant), true, 'a tenant pod carrying the mirror annotation');
           assert.equal(matches('pods', mirror, { ...tenant, username: 'system:nodes' }), true, 'a username that only looks like a node');
@@ -574,9 +640,18 @@ describe('webhook configurations', () => {
     });
   }
 
-  const ruleSet = (hooks: readonly (IMutatingWebhook | IValidatingWebhook)[]): string[] => hooks.flatMap((hook) => (hook.rules ?? []).flatMap((rule) =>
-    (rule.apiGroups ?? []).flatMap((g) => (rule.apiVersions ?? []).flatMap((v) => (rule.resources ?? []).flatMap((r) =>
-      (rule.operations ?? []).map((op) => `${g}/${v}/${r} ${op}`)))))).sort();
+  const ruleSet = (hooks: readonly (IMutatingWebhook | IValidatingWebhook)[]): string[] =>
+    hooks
+      .flatMap((hook) =>
+        (hook.rules ?? []).flatMap((rule) =>
+          (rule.apiGroups ?? []).flatMap((g) =>
+            (rule.apiVersions ?? []).flatMap((v) =>
+              (rule.resources ?? []).flatMap((r) => (rule.operations ?? []).map((op) => `${g}/${v}/${r} ${op}`)),
+            ),
+          ),
+        ),
+      )
+      .sort();
   const createUpdate = (resources: string[]): string[] => resources.flatMap((r) => [`${r} CREATE`, `${r} UPDATE`]).sort();
 
   it('mutates pods and DaemonSets on CREATE/UPDATE and is reinvoked if needed', () => {
@@ -585,11 +660,20 @@ describe('webhook configurations', () => {
   });
 
   it('validates pods and every workload pod template on CREATE/UPDATE', () => {
-    assert.deepEqual(ruleSet(validating.webhooks ?? []), createUpdate([
-      '/v1/pods', '/v1/podtemplates', '/v1/replicationcontrollers',
-      'apps/v1/deployments', 'apps/v1/replicasets', 'apps/v1/statefulsets', 'apps/v1/daemonsets',
-      'batch/v1/jobs', 'batch/v1/cronjobs',
-    ]));
+    assert.deepEqual(
+      ruleSet(validating.webhooks ?? []),
+      createUpdate([
+        '/v1/pods',
+        '/v1/podtemplates',
+        '/v1/replicationcontrollers',
+        'apps/v1/deployments',
+        'apps/v1/replicasets',
+        'apps/v1/statefulsets',
+        'apps/v1/daemonsets',
+        'batch/v1/jobs',
+        'batch/v1/cronjobs',
+      ]),
+    );
   });
 });
 
@@ -634,7 +718,7 @@ describe('overlays/client-ca', () => {
     assert.equal(posix.basename(flag), 'ca.crt');
   });
 
-  it('changes nothing but the Deployment\'s args, mounts and volumes', () => {
+  it("changes nothing but the Deployment's args, mounts and volumes", () => {
     const others = (list: KubeObject[]): KubeObject[] => list.filter((d) => d.kind !== 'Deployment');
     assert.deepEqual(others(overlay.docs), others(docs));
     const strip = (d: IDeployment): unknown => {

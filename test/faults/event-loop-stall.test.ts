@@ -69,8 +69,16 @@ describe('a slow policy expression is refused at load', () => {
       source: 'object.spec.containers.map(a, object.spec.containers.filter(b, b.name == a.name).size()).size() > 0',
       message: /comprehensions nest 2 deep/,
     },
-    { name: 'a literal list of 101 elements', source: `[${Array.from({ length: 101 }, (_, i) => i).join(', ')}].size() > 0`, message: /maxListElements \(100\)/ },
-    { name: 'an expression of over 1,000 AST nodes', source: `${Array.from({ length: 600 }, () => '1').join(' + ')} > 0`, message: /maxAstNodes \(1000\)/ },
+    {
+      name: 'a literal list of 101 elements',
+      source: `[${Array.from({ length: 101 }, (_, i) => i).join(', ')}].size() > 0`,
+      message: /maxListElements \(100\)/,
+    },
+    {
+      name: 'an expression of over 1,000 AST nodes',
+      source: `${Array.from({ length: 600 }, () => '1').join(' + ')} > 0`,
+      message: /maxAstNodes \(1000\)/,
+    },
     { name: 'nesting deeper than 50', source: `${'('.repeat(60)}true${')'.repeat(60)}`, message: /maxDepth|depth/i },
   ];
   for (const row of rows) {
@@ -101,7 +109,9 @@ describe('a slow policy expression is refused at load', () => {
     const compiled = compileExpression("namespaceObject.metadata.name.matches('^(a+)+$')", 'bool');
     assert.ok(compiled.expression !== undefined);
     const started = performance.now();
-    const variables = { converted: { object: null, oldObject: null, request: null, namespaceObject: { metadata: { name: `${'a'.repeat(40)}!` } } } };
+    const variables = {
+      converted: { object: null, oldObject: null, request: null, namespaceObject: { metadata: { name: `${'a'.repeat(40)}!` } } },
+    };
     assert.equal(compiled.expression.evaluate(variables), false);
     assert.ok(performance.now() - started < deadlineMs, 'no catastrophic backtracking');
   });

@@ -22,7 +22,13 @@ import { appFromArgs, loadReviewFixture, silentLogger } from '../support/harness
 const app = appFromArgs([]);
 
 interface Review {
-  request: { uid: string; operation: string; object: { metadata: Record<string, unknown>; spec: Record<string, unknown> }; oldObject?: unknown; [key: string]: unknown };
+  request: {
+    uid: string;
+    operation: string;
+    object: { metadata: Record<string, unknown>; spec: Record<string, unknown> };
+    oldObject?: unknown;
+    [key: string]: unknown;
+  };
   [key: string]: unknown;
 }
 
@@ -35,7 +41,11 @@ interface WireReview {
 }
 
 async function post(body: string): Promise<{ status: number; answer: WireReview; text: string }> {
-  const res = await request(app).post('/mutate').set('Content-Type', 'application/json').serialize((text: unknown) => text as string).send(body);
+  const res = await request(app)
+    .post('/mutate')
+    .set('Content-Type', 'application/json')
+    .serialize((text: unknown) => text as string)
+    .send(body);
   return { status: res.status, answer: res.body as WireReview, text: res.text };
 }
 
@@ -57,18 +67,57 @@ const memoryPressure = { key: 'node.kubernetes.io/memory-pressure', operator: 'E
 describe('__proto__ and constructor keys are plain data', () => {
   // JSON.stringify drops a __proto__ key set by assignment, so each body is written as text.
   const rows: { name: string; edit: (text: string) => string }[] = [
-    { name: 'in the review', edit: (text) => text.replace('{"kind":"AdmissionReview"', '{"__proto__":{"polluted":"review"},"constructor":{"prototype":{"polluted":"review"}},"kind":"AdmissionReview"') },
-    { name: 'in the request', edit: (text) => text.replace('"request":{', '"request":{"__proto__":{"polluted":"request","operation":"DELETE"},"constructor":{"name":"x"},') },
-    { name: 'in the object', edit: (text) => text.replace('"object":{', '"object":{"__proto__":{"polluted":"object","spec":{}},"constructor":"x",') },
-    { name: 'in metadata.annotations', edit: (text) => text.replace('"labels":{', '"annotations":{"__proto__":"x","constructor":"y","kubernetes.io/config.mirror":"no-not-really"},"labels":{').replace('"kubernetes.io/config.mirror":"no-not-really"', '"toString":"z"') },
-    { name: 'in spec', edit: (text) => text.replace('"spec":{', '"spec":{"__proto__":{"tolerations":[{"operator":"Exists"}],"hostNetwork":true},') },
-    { name: 'in a toleration', edit: (text) => text.replace('{"key":"node.kubernetes.io/not-ready"', '{"__proto__":{"polluted":"toleration","effect":""},"constructor":{"prototype":{"polluted":"toleration"}},"key":"node.kubernetes.io/not-ready"') },
-    { name: 'in a container’s requests', edit: (text) => text.replace('"requests":{', '"requests":{"__proto__":"1","constructor":"2","hasOwnProperty":"3",') },
+    {
+      name: 'in the review',
+      edit: (text) =>
+        text.replace(
+          '{"kind":"AdmissionReview"',
+          '{"__proto__":{"polluted":"review"},"constructor":{"prototype":{"polluted":"review"}},"kind":"AdmissionReview"',
+        ),
+    },
+    {
+      name: 'in the request',
+      edit: (text) =>
+        text.replace('"request":{', '"request":{"__proto__":{"polluted":"request","operation":"DELETE"},"constructor":{"name":"x"},'),
+    },
+    {
+      name: 'in the object',
+      edit: (text) => text.replace('"object":{', '"object":{"__proto__":{"polluted":"object","spec":{}},"constructor":"x",'),
+    },
+    {
+      name: 'in metadata.annotations',
+      edit: (text) =>
+        text
+          .replace(
+            '"labels":{',
+            '"annotations":{"__proto__":"x","constructor":"y","kubernetes.io/config.mirror":"no-not-really"},"labels":{',
+          )
+          .replace('"kubernetes.io/config.mirror":"no-not-really"', '"toString":"z"'),
+    },
+    {
+      name: 'in spec',
+      edit: (text) => text.replace('"spec":{', '"spec":{"__proto__":{"tolerations":[{"operator":"Exists"}],"hostNetwork":true},'),
+    },
+    {
+      name: 'in a toleration',
+      edit: (text) =>
+        text.replace(
+          '{"key":"node.kubernetes.io/not-ready"',
+          '{"__proto__":{"polluted":"toleration","effect":""},"constructor":{"prototype":{"polluted":"toleration"}},"key":"node.kubernetes.io/not-ready"',
+        ),
+    },
+    {
+      name: 'in a container’s requests',
+      edit: (text) => text.replace('"requests":{', '"requests":{"__proto__":"1","constructor":"2","hasOwnProperty":"3",'),
+    },
   ];
   for (const row of rows) {
     it(`${row.name}: the answer is still the memory-pressure patch, and no prototype is polluted`, async () => {
       const sent = row.edit(JSON.stringify(review()));
-      assert.ok(sent.includes('__proto__') || sent.includes('"constructor"') || sent.includes('"toString"'), 'the hostile key is in the body');
+      assert.ok(
+        sent.includes('__proto__') || sent.includes('"constructor"') || sent.includes('"toString"'),
+        'the hostile key is in the body',
+      );
       const { status, answer, text } = await post(sent);
       assert.equal(status, 200, text);
       assert.equal(answer.response.uid, review().request.uid);
@@ -167,9 +216,11 @@ describe('a body arriving slower than the request timeout, over TLS', () => {
     }, 200);
     // The bound: the timeout itself, plus 2 s for the server to notice; a bounded wait either way.
     const limitMs = requestTimeoutMs + 2_000;
-    const closed = new Promise<boolean>((resolve) => socket.once('close', () => {
-      resolve(true);
-    }));
+    const closed = new Promise<boolean>((resolve) =>
+      socket.once('close', () => {
+        resolve(true);
+      }),
+    );
     const finished = await Promise.race([closed, sleep(limitMs + 3_000).then(() => false)]);
     clearInterval(drip);
     const elapsed = Date.now() - started;
@@ -237,7 +288,13 @@ describe('memory after thousands of hostile requests', () => {
   it('grows the heap by less than 20 MiB over 2,000 hostile requests', async () => {
     const bodies = hostileBodies();
     const send = async (body: string | Buffer): Promise<number> =>
-      (await request(httpServer).post('/mutate').set('Content-Type', 'application/json').serialize((b: unknown) => b as string).send(body)).status;
+      (
+        await request(httpServer)
+          .post('/mutate')
+          .set('Content-Type', 'application/json')
+          .serialize((b: unknown) => b as string)
+          .send(body)
+      ).status;
     // Warm-up: the first requests fill caches and compile code, which is not a leak.
     for (const body of bodies) await send(body);
     collectGarbage();
@@ -245,7 +302,10 @@ describe('memory after thousands of hostile requests', () => {
     const rounds = Math.ceil(2_000 / bodies.length);
     for (let round = 0; round < rounds; round++) {
       const statuses = await Promise.all(bodies.map(send));
-      assert.ok(statuses.every((status) => status < 500), `no 5xx: ${statuses.join(',')}`);
+      assert.ok(
+        statuses.every((status) => status < 500),
+        `no 5xx: ${statuses.join(',')}`,
+      );
     }
     await sleep(50);
     collectGarbage();

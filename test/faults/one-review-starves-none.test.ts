@@ -111,7 +111,14 @@ function post(port: number, agent: Agent, path: string, body: string): { written
   });
   const answered = new Promise<number>((resolve, reject) => {
     const req = httpsRequest(
-      { host: '127.0.0.1', port, path, method: 'POST', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+      },
       (res) => {
         res.resume();
         res.on('end', () => {

@@ -67,7 +67,12 @@ function podCreate(namespace: string): string {
       resource: { group: '', version: 'v1', resource: 'pods' },
       namespace,
       operation: 'CREATE',
-      object: { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'job', namespace }, spec: { containers: [{ name: 'job', image: 'job:1' }] } },
+      object: {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'job', namespace },
+        spec: { containers: [{ name: 'job', image: 'job:1' }] },
+      },
     },
   });
 }
@@ -77,7 +82,12 @@ async function namespaceDefault(pipeline: Pipeline): Promise<string | undefined>
   const parsed = parseAdmissionReview(podCreate('batch'));
   const { decision } = await pipeline.review(parsed, ['mutate']);
   assert.equal(decision.allowed, true);
-  const pod = jsonpatch.applyPatch(structuredClone(parsed.attributes.object), structuredClone(decision.patch ?? []) as jsonpatch.Operation[], true, true).newDocument;
+  const pod = jsonpatch.applyPatch(
+    structuredClone(parsed.attributes.object),
+    structuredClone(decision.patch ?? []) as jsonpatch.Operation[],
+    true,
+    true,
+  ).newDocument;
   const tolerations = (pod?.spec as { tolerations?: Toleration[] } | undefined)?.tolerations ?? [];
   return tolerations.find((toleration) => toleration.key === 'example.com/batch')?.value;
 }
@@ -110,7 +120,10 @@ describe('the watch connection cut and restored', () => {
 
     // A namespace the cache never held cannot be read now: the review is "could not decide"
     // (HTTP 500, failurePolicy), never a decision made as if the namespace had no annotations.
-    await assert.rejects(pipeline.review(parseAdmissionReview(podCreate('created-during-outage')), ['mutate']), /reading Namespace "created-during-outage" from the API server failed/);
+    await assert.rejects(
+      pipeline.review(parseAdmissionReview(podCreate('created-during-outage')), ['mutate']),
+      /reading Namespace "created-during-outage" from the API server failed/,
+    );
 
     // The annotation changes while the webhook cannot see it; then the server is reachable again.
     fake.put('namespaces', batchNamespace('v2'));

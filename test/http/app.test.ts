@@ -39,7 +39,10 @@ describe('the express app', () => {
     const review = loadReviewFixture('gt-gate-off-create').review;
     await request(app).post('/validate').set('Content-Type', 'application/json').send(JSON.stringify(review));
     const res = await request(app).get('/metrics');
-    assert.match(res.text, /tolerator_admission_reviews_total\{webhook="validate",operation="CREATE",plugin="TolerationValidation",decision="denied"\} 1/);
+    assert.match(
+      res.text,
+      /tolerator_admission_reviews_total\{webhook="validate",operation="CREATE",plugin="TolerationValidation",decision="denied"\} 1/,
+    );
     assert.match(res.text, /tolerator_admission_review_duration_seconds_count\{webhook="validate"\} 1/);
     assert.match(res.text, /tolerator_cache_synced\{resource="namespaces"\} 1/);
     assert.match(res.text, /tolerator_cache_synced\{resource="nodes"\} 0/);
@@ -62,7 +65,10 @@ describe('the express app', () => {
     });
     assert.doesNotMatch(res.text, /secret detail/);
     assert.doesNotMatch(await metrics.registry.getSingleMetricAsString('tolerator_rejected_requests_total'), /code="500"/);
-    assert.match(await metrics.registry.getSingleMetricAsString('tolerator_undecided_reviews_total'), /tolerator_undecided_reviews_total 1/);
+    assert.match(
+      await metrics.registry.getSingleMetricAsString('tolerator_undecided_reviews_total'),
+      /tolerator_undecided_reviews_total 1/,
+    );
   });
 
   it('a client that goes away in the middle of a body is settled as cut short, and the server keeps answering', async () => {

@@ -42,8 +42,18 @@ const rows: Row[] = [
   { name: 'a JSON array', body: '[]', status: 400, message: /must be a JSON object/ },
   { name: 'a JSON string', body: '"AdmissionReview"', status: 400, message: /must be a JSON object/ },
   { name: 'JSON null', body: 'null', status: 400, message: /must be a JSON object/ },
-  { name: 'the wrong kind', body: JSON.stringify({ ...validReview(), kind: 'Pod' }), status: 400, message: /kind must be "AdmissionReview", got "Pod"/ },
-  { name: 'no kind', body: JSON.stringify({ ...validReview(), kind: undefined }), status: 400, message: /kind must be "AdmissionReview", got nothing/ },
+  {
+    name: 'the wrong kind',
+    body: JSON.stringify({ ...validReview(), kind: 'Pod' }),
+    status: 400,
+    message: /kind must be "AdmissionReview", got "Pod"/,
+  },
+  {
+    name: 'no kind',
+    body: JSON.stringify({ ...validReview(), kind: undefined }),
+    status: 400,
+    message: /kind must be "AdmissionReview", got nothing/,
+  },
   {
     name: 'the v1beta1 version',
     body: JSON.stringify({ ...validReview(), apiVersion: 'admission.k8s.io/v1beta1' }),
@@ -51,17 +61,42 @@ const rows: Row[] = [
     message: /apiVersion "admission.k8s.io\/v1beta1" is not supported/,
   },
   { name: 'no request', body: JSON.stringify({ ...validReview(), request: undefined }), status: 400, message: /request is required/ },
-  { name: 'a request that is a string', body: JSON.stringify({ ...validReview(), request: 'x' }), status: 400, message: /request is required and must be an object/ },
+  {
+    name: 'a request that is a string',
+    body: JSON.stringify({ ...validReview(), request: 'x' }),
+    status: 400,
+    message: /request is required and must be an object/,
+  },
   { name: 'no uid', body: withRequest((r) => delete r.uid), status: 400, message: /request\.uid is required/ },
   { name: 'an empty uid', body: withRequest((r) => (r.uid = '')), status: 400, message: /request\.uid must not be empty/ },
   { name: 'a numeric uid', body: withRequest((r) => (r.uid = 42)), status: 400, message: /request\.uid: expected string, got number/ },
   { name: 'no operation', body: withRequest((r) => delete r.operation), status: 400, message: /request\.operation is required/ },
-  { name: 'an unknown operation', body: withRequest((r) => (r.operation = 'PATCH')), status: 400, message: /request\.operation: unsupported value "PATCH"/ },
+  {
+    name: 'an unknown operation',
+    body: withRequest((r) => (r.operation = 'PATCH')),
+    status: 400,
+    message: /request\.operation: unsupported value "PATCH"/,
+  },
   { name: 'no kind in the request', body: withRequest((r) => delete r.kind), status: 400, message: /request\.kind is required/ },
-  { name: 'a kind that is an array', body: withRequest((r) => (r.kind = [])), status: 400, message: /request\.kind: expected object, got array/ },
+  {
+    name: 'a kind that is an array',
+    body: withRequest((r) => (r.kind = [])),
+    status: 400,
+    message: /request\.kind: expected object, got array/,
+  },
   { name: 'no resource', body: withRequest((r) => delete r.resource), status: 400, message: /request\.resource is required/ },
-  { name: 'a CREATE with no object', body: withRequest((r) => delete r.object), status: 400, message: /request\.object is required for CREATE/ },
-  { name: 'an object that is a string', body: withRequest((r) => (r.object = 'pod')), status: 400, message: /request\.object: expected object, got string/ },
+  {
+    name: 'a CREATE with no object',
+    body: withRequest((r) => delete r.object),
+    status: 400,
+    message: /request\.object is required for CREATE/,
+  },
+  {
+    name: 'an object that is a string',
+    body: withRequest((r) => (r.object = 'pod')),
+    status: 400,
+    message: /request\.object: expected object, got string/,
+  },
   {
     name: 'an UPDATE with no oldObject',
     body: withRequest((r) => {
@@ -70,17 +105,72 @@ const rows: Row[] = [
     status: 400,
     message: /request\.oldObject is required for UPDATE/,
   },
-  { name: 'dryRun as a string', body: withRequest((r) => (r.dryRun = 'true')), status: 400, message: /request\.dryRun: expected boolean, got string/ },
-  { name: 'a namespace as a number', body: withRequest((r) => (r.namespace = 7)), status: 400, message: /request\.namespace: expected string, got number/ },
-  { name: 'userInfo as a string', body: withRequest((r) => (r.userInfo = 'admin')), status: 400, message: /request\.userInfo: expected object, got string/ },
-  { name: 'userInfo.groups as a string', body: withRequest((r) => (r.userInfo = { username: 'a', groups: 'system:masters' })), status: 400, message: /request\.userInfo\.groups: expected array, got string/ },
-  { name: 'userInfo.groups holding a number', body: withRequest((r) => (r.userInfo = { username: 'a', groups: ['a', 1] })), status: 400, message: /request\.userInfo\.groups: expected an array of strings/ },
-  { name: 'userInfo.extra values that are not lists', body: withRequest((r) => (r.userInfo = { username: 'a', extra: { scopes: 'x' } })), status: 400, message: /request\.userInfo\.extra\["scopes"\]: expected an array of strings/ },
-  { name: 'userInfo.username as a number', body: withRequest((r) => (r.userInfo = { username: 5 })), status: 400, message: /request\.userInfo\.username: expected string, got number/ },
-  { name: 'an object with no metadata', body: withObject((p) => delete (p as { metadata?: unknown }).metadata), status: 400, message: /request\.object\.metadata is required/ },
-  { name: 'tolerations as an object', body: withObject((p) => (p.spec.tolerations = {})), status: 400, message: /request\.object\.spec\.tolerations: expected array, got object/ },
-  { name: 'a toleration that is a string', body: withObject((p) => (p.spec.tolerations = ['x'])), status: 400, message: /spec\.tolerations\[0\]: expected object, got string/ },
-  { name: 'a null toleration', body: withObject((p) => (p.spec.tolerations = [null])), status: 400, message: /spec\.tolerations\[0\]: expected object, got null/ },
+  {
+    name: 'dryRun as a string',
+    body: withRequest((r) => (r.dryRun = 'true')),
+    status: 400,
+    message: /request\.dryRun: expected boolean, got string/,
+  },
+  {
+    name: 'a namespace as a number',
+    body: withRequest((r) => (r.namespace = 7)),
+    status: 400,
+    message: /request\.namespace: expected string, got number/,
+  },
+  {
+    name: 'userInfo as a string',
+    body: withRequest((r) => (r.userInfo = 'admin')),
+    status: 400,
+    message: /request\.userInfo: expected object, got string/,
+  },
+  {
+    name: 'userInfo.groups as a string',
+    body: withRequest((r) => (r.userInfo = { username: 'a', groups: 'system:masters' })),
+    status: 400,
+    message: /request\.userInfo\.groups: expected array, got string/,
+  },
+  {
+    name: 'userInfo.groups holding a number',
+    body: withRequest((r) => (r.userInfo = { username: 'a', groups: ['a', 1] })),
+    status: 400,
+    message: /request\.userInfo\.groups: expected an array of strings/,
+  },
+  {
+    name: 'userInfo.extra values that are not lists',
+    body: withRequest((r) => (r.userInfo = { username: 'a', extra: { scopes: 'x' } })),
+    status: 400,
+    message: /request\.userInfo\.extra\["scopes"\]: expected an array of strings/,
+  },
+  {
+    name: 'userInfo.username as a number',
+    body: withRequest((r) => (r.userInfo = { username: 5 })),
+    status: 400,
+    message: /request\.userInfo\.username: expected string, got number/,
+  },
+  {
+    name: 'an object with no metadata',
+    body: withObject((p) => delete (p as { metadata?: unknown }).metadata),
+    status: 400,
+    message: /request\.object\.metadata is required/,
+  },
+  {
+    name: 'tolerations as an object',
+    body: withObject((p) => (p.spec.tolerations = {})),
+    status: 400,
+    message: /request\.object\.spec\.tolerations: expected array, got object/,
+  },
+  {
+    name: 'a toleration that is a string',
+    body: withObject((p) => (p.spec.tolerations = ['x'])),
+    status: 400,
+    message: /spec\.tolerations\[0\]: expected object, got string/,
+  },
+  {
+    name: 'a null toleration',
+    body: withObject((p) => (p.spec.tolerations = [null])),
+    status: 400,
+    message: /spec\.tolerations\[0\]: expected object, got null/,
+  },
   {
     name: 'a numeric toleration key',
     body: withObject((p) => (p.spec.tolerations = [{ key: 1, operator: 'Exists' }])),
@@ -99,33 +189,74 @@ const rows: Row[] = [
     status: 400,
     message: /tolerationSeconds: expected integer, got number/,
   },
-  { name: 'containers as an object', body: withObject((p) => (p.spec.containers = {})), status: 400, message: /spec\.containers: expected array, got object/ },
+  {
+    name: 'containers as an object',
+    body: withObject((p) => (p.spec.containers = {})),
+    status: 400,
+    message: /spec\.containers: expected array, got object/,
+  },
   {
     name: 'a resource quantity that is an object',
     body: withObject((p) => (p.spec.containers = [{ name: 'a', resources: { requests: { cpu: {} } } }])),
     status: 400,
     message: /requests\["cpu"\]: expected quantity/,
   },
-  { name: 'annotations as an array', body: withObject((p) => (p.metadata.annotations = [])), status: 400, message: /metadata\.annotations: expected object, got array/ },
+  {
+    name: 'annotations as an array',
+    body: withObject((p) => (p.metadata.annotations = [])),
+    status: 400,
+    message: /metadata\.annotations: expected object, got array/,
+  },
   {
     name: 'an annotation value that is a number',
     body: withObject((p) => (p.metadata.annotations = { a: 1 })),
     status: 400,
     message: /metadata\.annotations\["a"\]: expected string, got number/,
   },
-  { name: 'hostNetwork as a string', body: withObject((p) => (p.spec.hostNetwork = 'yes')), status: 400, message: /spec\.hostNetwork: expected boolean, got string/ },
-  { name: 'ownerReferences as a string', body: withObject((p) => (p.metadata.ownerReferences = 'rs')), status: 400, message: /metadata\.ownerReferences: expected array, got string/ },
+  {
+    name: 'hostNetwork as a string',
+    body: withObject((p) => (p.spec.hostNetwork = 'yes')),
+    status: 400,
+    message: /spec\.hostNetwork: expected boolean, got string/,
+  },
+  {
+    name: 'ownerReferences as a string',
+    body: withObject((p) => (p.metadata.ownerReferences = 'rs')),
+    status: 400,
+    message: /metadata\.ownerReferences: expected array, got string/,
+  },
   { name: 'invalid UTF-8', body: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x7d]), status: 400, message: /not valid UTF-8/ },
-  { name: 'nesting 10,000 levels deep', body: '['.repeat(10_000) + ']'.repeat(10_000), status: 400, message: /nested deeper than 512 levels/ },
-  { name: 'a text/plain content type', body: validReviewText(), contentType: 'text/plain', status: 415, message: /Content-Type must be application\/json/ },
-  { name: 'an XML content type', body: '<AdmissionReview/>', contentType: 'application/xml', status: 415, message: /Content-Type must be application\/json/ },
+  {
+    name: 'nesting 10,000 levels deep',
+    body: '['.repeat(10_000) + ']'.repeat(10_000),
+    status: 400,
+    message: /nested deeper than 512 levels/,
+  },
+  {
+    name: 'a text/plain content type',
+    body: validReviewText(),
+    contentType: 'text/plain',
+    status: 415,
+    message: /Content-Type must be application\/json/,
+  },
+  {
+    name: 'an XML content type',
+    body: '<AdmissionReview/>',
+    contentType: 'application/xml',
+    status: 415,
+    message: /Content-Type must be application\/json/,
+  },
   // Numbers beyond int64. kube-apiserver decodes every pod into Go types first (tolerationSeconds
   // is an int64, a preference weight an int32), so it never sends such a value; object-shape.ts
   // exists to refuse what it would not send, with the field named. JSON.parse gives 1e20 as an
   // integral double, so `Number.isInteger` alone lets it through.
   {
     name: 'tolerationSeconds of 1e20, beyond int64',
-    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":1e20'),
+    body: withNumber(
+      (p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]),
+      '"tolerationSeconds":1',
+      '"tolerationSeconds":1e20',
+    ),
     status: 400,
     message: /request\.object\.spec\.tolerations\[0\]\.tolerationSeconds: expected (integer|int64)/,
   },
@@ -133,19 +264,31 @@ const rows: Row[] = [
     // Not 2^63 itself: JSON.parse rounds the valid 2^63 - 1 to 2^63 too, so only values clearly
     // beyond the int64 range can be told apart from valid ones.
     name: 'tolerationSeconds of 10^19, past the int64 maximum of about 9.22e18',
-    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":10000000000000000000'),
+    body: withNumber(
+      (p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]),
+      '"tolerationSeconds":1',
+      '"tolerationSeconds":10000000000000000000',
+    ),
     status: 400,
     message: /tolerationSeconds: expected (integer|int64)/,
   },
   {
     name: 'tolerationSeconds of -1e20, below the int64 minimum',
-    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":-1e20'),
+    body: withNumber(
+      (p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]),
+      '"tolerationSeconds":1',
+      '"tolerationSeconds":-1e20',
+    ),
     status: 400,
     message: /tolerationSeconds: expected (integer|int64)/,
   },
   {
     name: 'tolerationSeconds of 1e400, which JSON.parse makes Infinity',
-    body: withNumber((p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]), '"tolerationSeconds":1', '"tolerationSeconds":1e400'),
+    body: withNumber(
+      (p) => (p.spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 1 }]),
+      '"tolerationSeconds":1',
+      '"tolerationSeconds":1e400',
+    ),
     status: 400,
     message: /tolerationSeconds: expected integer, got number/,
   },
@@ -154,7 +297,9 @@ const rows: Row[] = [
     body: withRequest((r) => {
       r.operation = 'UPDATE';
       r.oldObject = structuredClone(r.object);
-      (r.oldObject as { spec: Record<string, unknown> }).spec.tolerations = [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 7 }];
+      (r.oldObject as { spec: Record<string, unknown> }).spec.tolerations = [
+        { key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 7 },
+      ];
     }).replace('"tolerationSeconds":7', '"tolerationSeconds":1e20'),
     status: 400,
     message: /request\.oldObject\.spec\.tolerations\[0\]\.tolerationSeconds: expected (integer|int64)/,
@@ -180,17 +325,36 @@ const rows: Row[] = [
     body: withRequest((r) => {
       r.kind = { group: 'apps', version: 'v1', kind: 'DaemonSet' };
       r.resource = { group: 'apps', version: 'v1', resource: 'daemonsets' };
-      r.object = { apiVersion: 'apps/v1', kind: 'DaemonSet', metadata: { name: 'agent' }, spec: { template: { spec: { tolerations: [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 7 }] } } } };
+      r.object = {
+        apiVersion: 'apps/v1',
+        kind: 'DaemonSet',
+        metadata: { name: 'agent' },
+        spec: { template: { spec: { tolerations: [{ key: 'a', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 7 }] } } },
+      };
     }).replace('"tolerationSeconds":7', '"tolerationSeconds":1e20'),
     status: 400,
     message: /request\.object\.spec\.template\.spec\.tolerations\[0\]\.tolerationSeconds: expected (integer|int64)/,
   },
-  { name: 'a qosClass that is a number', body: withRequest((r) => ((r.object as Record<string, unknown>).status = { qosClass: 3 })), status: 400, message: /request\.object\.status\.qosClass: expected string, got number/ },
-  { name: 'an operation in lower case', body: withRequest((r) => (r.operation = 'create')), status: 400, message: /request\.operation: unsupported value "create"/ },
+  {
+    name: 'a qosClass that is a number',
+    body: withRequest((r) => ((r.object as Record<string, unknown>).status = { qosClass: 3 })),
+    status: 400,
+    message: /request\.object\.status\.qosClass: expected string, got number/,
+  },
+  {
+    name: 'an operation in lower case',
+    body: withRequest((r) => (r.operation = 'create')),
+    status: 400,
+    message: /request\.operation: unsupported value "create"/,
+  },
 ];
 
 /** A body with one number literal written as given, since JSON.stringify cannot write 1e20 or 1e400. */
-function withNumber(change: (pod: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void, placeholder: string, literal: string): string {
+function withNumber(
+  change: (pod: { metadata: Record<string, unknown>; spec: Record<string, unknown> }) => void,
+  placeholder: string,
+  literal: string,
+): string {
   const body = withObject(change);
   assert.ok(body.includes(placeholder), `placeholder ${placeholder} in the body`);
   return body.replace(placeholder, literal);
@@ -233,7 +397,10 @@ describe('bad input gets a precise 4xx', () => {
     const body = withObject((p) => {
       p.metadata.labels = JSON.parse('{"__proto__":{"polluted":"yes"},"constructor":"x"}') as Record<string, unknown>;
     });
-    const res = await request(app).post('/mutate').set('Content-Type', 'application/json').send(body.replace('"__proto__":{"polluted":"yes"}', '"__proto__":"x"'));
+    const res = await request(app)
+      .post('/mutate')
+      .set('Content-Type', 'application/json')
+      .send(body.replace('"__proto__":{"polluted":"yes"}', '"__proto__":"x"'));
     assert.equal(res.status, 200);
     assert.equal(({} as Record<string, unknown>).polluted, undefined);
   });
@@ -246,8 +413,14 @@ describe('bad input gets a precise 4xx', () => {
   });
 
   it('a CREATE whose oldObject is {} (as some replay tools send) is answered as with null: nothing reads it', async () => {
-    const withNull = await request(app).post('/mutate').set('Content-Type', 'application/json').send(withRequest((r) => (r.oldObject = null)));
-    const withEmpty = await request(app).post('/mutate').set('Content-Type', 'application/json').send(withRequest((r) => (r.oldObject = {})));
+    const withNull = await request(app)
+      .post('/mutate')
+      .set('Content-Type', 'application/json')
+      .send(withRequest((r) => (r.oldObject = null)));
+    const withEmpty = await request(app)
+      .post('/mutate')
+      .set('Content-Type', 'application/json')
+      .send(withRequest((r) => (r.oldObject = {})));
     assert.equal(withEmpty.status, 200);
     assert.deepEqual(withEmpty.body, withNull.body);
   });

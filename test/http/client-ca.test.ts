@@ -19,13 +19,20 @@ import { pino } from 'pino';
 import { parseClientCaBundle } from '../../src/http/client-ca.js';
 import { createMetrics, type Metrics } from '../../src/http/metrics.js';
 import { startTlsServer, type TlsServer } from '../../src/http/tls-server.js';
-import { checkServerIdentityAsGo, createCA, createClientCertificate, createServingCertificate, type Pair } from '../support/certificates.js';
+import {
+  checkServerIdentityAsGo,
+  createCA,
+  createClientCertificate,
+  createServingCertificate,
+  type Pair,
+} from '../support/certificates.js';
 import { appFromArgs, loadReviewFixture, silentLogger } from '../support/harness.js';
 
 const serviceName = 'tolerator.tolerator-system.svc';
 const root = join(import.meta.dirname, '..', '..');
 
-const noCertificateMessage = 'client certificate required: this webhook answers only clients with a certificate signed by a CA of its --client-ca-file';
+const noCertificateMessage =
+  'client certificate required: this webhook answers only clients with a certificate signed by a CA of its --client-ca-file';
 const untrusted = (verifyError: string): string =>
   `client certificate not accepted (${verifyError}): it must be valid and signed by a CA of the webhook's --client-ca-file`;
 
@@ -77,7 +84,13 @@ function call(port: number, serverCa: string, path: string, options: CallOptions
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
         res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), connection: res.headers.connection, resumed: socket.isSessionReused(), socket });
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            connection: res.headers.connection,
+            resumed: socket.isSessionReused(),
+            socket,
+          });
         });
       },
     );
@@ -134,7 +147,7 @@ describe('--client-ca-file: who may call the webhook', () => {
     await server.close(1000);
   });
 
-  it('answers the API server\'s client certificate on /mutate and /validate, and keeps its connection open', async () => {
+  it("answers the API server's client certificate on /mutate and /validate, and keeps its connection open", async () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     try {
       const answers: Answer[] = [];
@@ -157,7 +170,13 @@ describe('--client-ca-file: who may call the webhook', () => {
       const answer = await call(server.address().port, serverCa.cert, path, { body: review() });
       assert.equal(answer.status, 401, path);
       assert.deepEqual(JSON.parse(answer.body), {
-        apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message: noCertificateMessage, reason: 'Unauthorized', code: 401,
+        apiVersion: 'v1',
+        kind: 'Status',
+        metadata: {},
+        status: 'Failure',
+        message: noCertificateMessage,
+        reason: 'Unauthorized',
+        code: 401,
       });
       assert.equal(answer.connection, 'close');
     }
@@ -169,7 +188,7 @@ describe('--client-ca-file: who may call the webhook', () => {
   // CA of the trusted CA's name is found and its signature fails. Both are 401, never a review.
   for (const row of [
     { name: 'another name', caName: 'someone-else', verifyError: 'UNABLE_TO_VERIFY_LEAF_SIGNATURE' },
-    { name: 'the trusted CA\'s name', caName: 'webhook-client-ca', verifyError: 'CERT_SIGNATURE_FAILURE' },
+    { name: "the trusted CA's name", caName: 'webhook-client-ca', verifyError: 'CERT_SIGNATURE_FAILURE' },
   ]) {
     it(`refuses a certificate from another CA (${row.name}) with 401; the TLS handshake itself succeeds`, async () => {
       const stranger = await createClientCertificate(await createCA(row.caName));
@@ -236,7 +255,10 @@ describe('--client-ca-file: who may call the webhook', () => {
     });
     try {
       for (const ca of [apiServerCa, second]) {
-        const answer = await call(both.address().port, serverCa.cert, '/mutate', { client: await createClientCertificate(ca), body: review() });
+        const answer = await call(both.address().port, serverCa.cert, '/mutate', {
+          client: await createClientCertificate(ca),
+          body: review(),
+        });
         assert.equal(answer.status, 200, answer.body);
       }
     } finally {
@@ -403,10 +425,13 @@ describe('parseClientCaBundle', () => {
 
   it('lists each CA with its subject and expiry', async () => {
     const bundle = parseClientCaBundle((await createCA('one')).cert + (await createCA('two')).cert);
-    assert.deepEqual(bundle.certificates.map((certificate) => [certificate.subject, certificate.notAfter.toISOString()]), [
-      ['CN=one', '2036-11-01T00:00:00.000Z'],
-      ['CN=two', '2036-11-01T00:00:00.000Z'],
-    ]);
+    assert.deepEqual(
+      bundle.certificates.map((certificate) => [certificate.subject, certificate.notAfter.toISOString()]),
+      [
+        ['CN=one', '2036-11-01T00:00:00.000Z'],
+        ['CN=two', '2036-11-01T00:00:00.000Z'],
+      ],
+    );
   });
 });
 
@@ -415,7 +440,18 @@ describe('tolerator serve --client-ca-file', () => {
   function serve(args: readonly string[]): { child: ReturnType<typeof spawn>; port: Promise<number>; stderr: () => string } {
     const child = spawn(
       process.execPath,
-      ['--enable-experimental-regexp-engine-on-excessive-backtracks', '--import', 'tsx', 'src/main.ts', 'serve', '--port', '0', '--bind-address', '127.0.0.1', ...args],
+      [
+        '--enable-experimental-regexp-engine-on-excessive-backtracks',
+        '--import',
+        'tsx',
+        'src/main.ts',
+        'serve',
+        '--port',
+        '0',
+        '--bind-address',
+        '127.0.0.1',
+        ...args,
+      ],
       { cwd: root, stdio: 'pipe' },
     );
     let stderr = '';
@@ -444,9 +480,25 @@ describe('tolerator serve --client-ca-file', () => {
   });
 
   for (const row of [
-    { name: 'a missing file', file: 'missing.crt', text: undefined, message: (path: string) => `--client-ca-file ${path}: ENOENT: no such file or directory, open '${path}'` },
-    { name: 'a file holding a key', file: 'key.pem', text: 'key', message: (path: string) => `--client-ca-file ${path}: block 1 is a PEM "PRIVATE KEY", not a CERTIFICATE: the file must hold only the CA certificates that sign client certificates` },
-    { name: 'a file without a certificate', file: 'empty.crt', text: '', message: (path: string) => `--client-ca-file ${path}: no PEM CERTIFICATE block found` },
+    {
+      name: 'a missing file',
+      file: 'missing.crt',
+      text: undefined,
+      message: (path: string) => `--client-ca-file ${path}: ENOENT: no such file or directory, open '${path}'`,
+    },
+    {
+      name: 'a file holding a key',
+      file: 'key.pem',
+      text: 'key',
+      message: (path: string) =>
+        `--client-ca-file ${path}: block 1 is a PEM "PRIVATE KEY", not a CERTIFICATE: the file must hold only the CA certificates that sign client certificates`,
+    },
+    {
+      name: 'a file without a certificate',
+      file: 'empty.crt',
+      text: '',
+      message: (path: string) => `--client-ca-file ${path}: no PEM CERTIFICATE block found`,
+    },
   ]) {
     it(`refuses to start with ${row.name}: exit code 2 and the reason, as for any flag error`, async () => {
       const path = join(dir, row.file);
@@ -466,16 +518,29 @@ describe('tolerator serve --client-ca-file', () => {
     try {
       const port = await run.port;
       // The development certificate is self-signed for localhost: trust it for these calls only.
-      const send = (method: string, target: string, client?: Pair): Promise<number> => new Promise((resolve, reject) => {
-        const req = httpsRequest({ host: '127.0.0.1', port, path: target, method, agent: false, rejectUnauthorized: false, headers: { 'content-type': 'application/json' }, ...(client ?? {}) }, (res) => {
-          res.resume();
-          res.on('end', () => {
-            resolve(res.statusCode ?? 0);
-          });
+      const send = (method: string, target: string, client?: Pair): Promise<number> =>
+        new Promise((resolve, reject) => {
+          const req = httpsRequest(
+            {
+              host: '127.0.0.1',
+              port,
+              path: target,
+              method,
+              agent: false,
+              rejectUnauthorized: false,
+              headers: { 'content-type': 'application/json' },
+              ...(client ?? {}),
+            },
+            (res) => {
+              res.resume();
+              res.on('end', () => {
+                resolve(res.statusCode ?? 0);
+              });
+            },
+          );
+          req.on('error', reject);
+          req.end(method === 'POST' ? review() : undefined);
         });
-        req.on('error', reject);
-        req.end(method === 'POST' ? review() : undefined);
-      });
       assert.equal(await send('GET', '/healthz'), 200);
       assert.equal(await send('POST', '/mutate'), 401);
       assert.equal(await send('POST', '/mutate', await createClientCertificate(ca)), 200);

@@ -23,7 +23,18 @@ interface Served {
 async function startServe(args: readonly string[]): Promise<Served> {
   const child = spawn(
     process.execPath,
-    ['--enable-experimental-regexp-engine-on-excessive-backtracks', '--import', 'tsx', 'src/main.ts', 'serve', '--port', '0', '--bind-address', '127.0.0.1', ...args],
+    [
+      '--enable-experimental-regexp-engine-on-excessive-backtracks',
+      '--import',
+      'tsx',
+      'src/main.ts',
+      'serve',
+      '--port',
+      '0',
+      '--bind-address',
+      '127.0.0.1',
+      ...args,
+    ],
     { cwd: root, stdio: 'pipe' },
   );
   const logs: Record<string, unknown>[] = [];
@@ -60,7 +71,14 @@ const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: fa
 function call(port: number, path: string, body?: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpsRequest(
-      { host: '127.0.0.1', port, path, method: body === undefined ? 'GET' : 'POST', agent, headers: { 'content-type': 'application/json' } },
+      {
+        host: '127.0.0.1',
+        port,
+        path,
+        method: body === undefined ? 'GET' : 'POST',
+        agent,
+        headers: { 'content-type': 'application/json' },
+      },
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -94,10 +112,20 @@ describe('tolerator serve', () => {
     const answer = await call(served.port, '/mutate', review);
     assert.equal(answer.status, 200);
     const response = (JSON.parse(answer.body) as { response: { patch: string } }).response;
-    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as { op: string; path: string; value: { key: string }[] }[];
+    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as {
+      op: string;
+      path: string;
+      value: { key: string }[];
+    }[];
     assert.deepEqual(
       patch.map((op) => [op.op, op.path, op.value.map((toleration) => toleration.key)]),
-      [['add', '/spec/tolerations', ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure']]],
+      [
+        [
+          'add',
+          '/spec/tolerations',
+          ['node.kubernetes.io/not-ready', 'node.kubernetes.io/unreachable', 'node.kubernetes.io/memory-pressure'],
+        ],
+      ],
     );
     await new Promise((resolve) => setTimeout(resolve, 200));
     const line = served.logs.find((entry) => entry.msg === 'admission review');
@@ -111,7 +139,10 @@ describe('tolerator serve', () => {
 
   it('serves /metrics with the review counted', async () => {
     const metrics = await call(served.port, '/metrics');
-    assert.match(metrics.body, /tolerator_admission_reviews_total\{webhook="mutate",operation="CREATE",plugin="PodTolerationRestriction",decision="patched"\} 1/);
+    assert.match(
+      metrics.body,
+      /tolerator_admission_reviews_total\{webhook="mutate",operation="CREATE",plugin="PodTolerationRestriction",decision="patched"\} 1/,
+    );
   });
 
   it('on SIGTERM turns unready, answers every request sent meanwhile, and exits 0', async () => {
@@ -134,7 +165,10 @@ describe('tolerator serve', () => {
     await Promise.all(clients);
     assert.equal((await call(served.port, '/readyz')).status, 503, 'unready while draining');
     assert.ok(answers.length >= 8);
-    assert.ok(answers.every((status) => status === 200), `every review answered: ${answers.join(',')}`);
+    assert.ok(
+      answers.every((status) => status === 200),
+      `every review answered: ${answers.join(',')}`,
+    );
     agent.destroy();
     const [code] = (await exited) as [number | null];
     assert.equal(code, 0);

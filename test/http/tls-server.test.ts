@@ -74,7 +74,14 @@ describe('TLS as kube-apiserver sees it', () => {
   before(async () => {
     ca = await createCA();
     const serving = await createServingCertificate(ca, [serviceName, `${serviceName}.cluster.local`]);
-    server = await startTlsServer({ app: appFromArgs([]), port: 0, host: '127.0.0.1', certificate: serving, logger: silentLogger, metrics: createMetrics({ collectProcessMetrics: false }) });
+    server = await startTlsServer({
+      app: appFromArgs([]),
+      port: 0,
+      host: '127.0.0.1',
+      certificate: serving,
+      logger: silentLogger,
+      metrics: createMetrics({ collectProcessMetrics: false }),
+    });
   });
   after(async () => {
     await server.close(1000);
@@ -100,7 +107,14 @@ describe('TLS as kube-apiserver sees it', () => {
 
   it('a certificate with the name only in its Common Name is refused, as Go refuses it', async () => {
     const cnOnly = await createServingCertificate(ca, [], serviceName);
-    const legacy = await startTlsServer({ app: appFromArgs([]), port: 0, host: '127.0.0.1', certificate: cnOnly, logger: silentLogger, metrics: createMetrics({ collectProcessMetrics: false }) });
+    const legacy = await startTlsServer({
+      app: appFromArgs([]),
+      port: 0,
+      host: '127.0.0.1',
+      certificate: cnOnly,
+      logger: silentLogger,
+      metrics: createMetrics({ collectProcessMetrics: false }),
+    });
     try {
       await assert.rejects(call(legacy.address().port, ca.cert, '/healthz'), /legacy Common Name/);
     } finally {
@@ -166,7 +180,10 @@ describe('serving certificate reload', () => {
     writeSecretVolume(second, 2);
     swap.done = true;
     await stream;
-    assert.ok(answers.every((answer) => answer.status === 200), 'every request during the swap succeeded');
+    assert.ok(
+      answers.every((answer) => answer.status === 200),
+      'every request during the swap succeeded',
+    );
     assert.equal(answers.at(-1)?.fingerprint, fingerprintOf(second));
     const expiry = await metrics.registry.getSingleMetricAsString('tolerator_certificate_expiry_timestamp_seconds');
     assert.match(expiry, /tolerator_certificate_expiry_timestamp_seconds \d+/);

@@ -84,13 +84,19 @@ describe('parseClusterState', () => {
     const state = parseClusterState('apiVersion: v2\nkind: Namespace\nmetadata: {name: x}\n', 'state.yaml');
 
     assert.deepEqual(state.namespaces, []);
-    assert.deepEqual(state.warnings, [
-      'state.yaml: document 1: v2 Namespace ignored (only v1 Namespace, Node and lists of them are read)',
-    ]);
+    assert.deepEqual(state.warnings, ['state.yaml: document 1: v2 Namespace ignored (only v1 Namespace, Node and lists of them are read)']);
   });
 
   it('keeps the later of two objects with the same name, with a warning', () => {
-    const text = ['apiVersion: v1', 'kind: Node', 'metadata: {name: n, labels: {v: "1"}}', '---', 'apiVersion: v1', 'kind: Node', 'metadata: {name: n, labels: {v: "2"}}'].join('\n');
+    const text = [
+      'apiVersion: v1',
+      'kind: Node',
+      'metadata: {name: n, labels: {v: "1"}}',
+      '---',
+      'apiVersion: v1',
+      'kind: Node',
+      'metadata: {name: n, labels: {v: "2"}}',
+    ].join('\n');
     const state = parseClusterState(text, 'state.yaml');
 
     assert.deepEqual(
@@ -109,7 +115,8 @@ describe('parseClusterState', () => {
       name: 'malformed YAML names the source, the document and the position',
       text: 'apiVersion: v1\nkind: Namespace\nmetadata: {name: a}\n---\nkey: [unclosed\n',
       source: 'state.yaml',
-      message: 'state.yaml: document 2: Flow sequence in block collection must be sufficiently indented and end with a ] at line 6, column 1',
+      message:
+        'state.yaml: document 2: Flow sequence in block collection must be sufficiently indented and end with a ] at line 6, column 1',
     },
     {
       name: 'malformed JSON names the source and the position',
@@ -185,6 +192,9 @@ describe('loadClusterStateFile', () => {
 
   it('fails with the path when the file cannot be read', () => {
     const path = fixturePath('does-not-exist.yaml');
-    assert.throws(() => loadClusterStateFile(path, { warn: () => undefined }), (error: Error) => error.message.includes(path));
+    assert.throws(
+      () => loadClusterStateFile(path, { warn: () => undefined }),
+      (error: Error) => error.message.includes(path),
+    );
   });
 });

@@ -51,7 +51,9 @@ async function serverMode(t: TestContext): Promise<{ fake: FakeApiServer; app: R
 
 /** The foreign-nodename fixture (a pod in "shop" bound by spec.nodeName), pointed at `nodeName`. */
 function pinnedPodReview(nodeName: string): unknown {
-  const review = structuredClone(loadReviewFixture('foreign-nodename-create').review) as unknown as { request: { object: { spec: { nodeName: string } } } };
+  const review = structuredClone(loadReviewFixture('foreign-nodename-create').review) as unknown as {
+    request: { object: { spec: { nodeName: string } } };
+  };
   review.request.object.spec.nodeName = nodeName;
   return review;
 }

@@ -39,7 +39,11 @@ const parsedBare: PodTolerationRestrictionConfig = {
 
 describe('parseAdmissionConfig', () => {
   describe('accepted forms', () => {
-    const rows: { name: string; given: { content: string; files?: Record<string, string>; path?: string }; want: PodTolerationRestrictionConfig }[] = [
+    const rows: {
+      name: string;
+      given: { content: string; files?: Record<string, string>; path?: string };
+      want: PodTolerationRestrictionConfig;
+    }[] = [
       {
         name: 'the bare Configuration in podtolerationrestriction.admission.k8s.io/v1alpha1 (upstream TestConfigParse)',
         given: { content: bare('podtolerationrestriction.admission.k8s.io/v1alpha1') },
@@ -95,7 +99,16 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
           content: JSON.stringify({
             apiVersion: 'apiserver.k8s.io/v1alpha1',
             kind: 'AdmissionConfiguration',
-            plugins: [{ name: 'PodTolerationRestriction', configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1', kind: 'Configuration', whitelist: [{ key: 'a', operator: 'Exists' }] } }],
+            plugins: [
+              {
+                name: 'PodTolerationRestriction',
+                configuration: {
+                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
+                  kind: 'Configuration',
+                  whitelist: [{ key: 'a', operator: 'Exists' }],
+                },
+              },
+            ],
           }),
         },
         want: { whitelist: [{ key: 'a', operator: 'Exists' }] },
@@ -103,7 +116,8 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       {
         name: 'a relative path is read from the configuration file’s directory',
         given: {
-          content: 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: ptr.yaml\n',
+          content:
+            'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: ptr.yaml\n',
           files: { '/etc/kubernetes/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1') },
         },
         want: parsedBare,
@@ -111,8 +125,15 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       {
         name: 'an absolute path is read as it is',
         given: {
-          content: 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: /srv/ptr.json\n',
-          files: { '/srv/ptr.json': JSON.stringify({ apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration', default: [] }) },
+          content:
+            'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: /srv/ptr.json\n',
+          files: {
+            '/srv/ptr.json': JSON.stringify({
+              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+              kind: 'Configuration',
+              default: [],
+            }),
+          },
         },
         want: { default: [] },
       },
@@ -122,7 +143,13 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
           content: JSON.stringify({
             apiVersion: 'apiserver.config.k8s.io/v1',
             kind: 'AdmissionConfiguration',
-            plugins: [{ name: 'PodTolerationRestriction', path: 'missing.yaml', configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration' } }],
+            plugins: [
+              {
+                name: 'PodTolerationRestriction',
+                path: 'missing.yaml',
+                configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration' },
+              },
+            ],
           }),
         },
         want: {},
@@ -134,8 +161,22 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
             apiVersion: 'apiserver.config.k8s.io/v1',
             kind: 'AdmissionConfiguration',
             plugins: [
-              { name: 'PodTolerationRestriction', configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration', default: [{ key: 'first', operator: 'Exists' }] } },
-              { name: 'PodTolerationRestriction', configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration', default: [{ key: 'second', operator: 'Exists' }] } },
+              {
+                name: 'PodTolerationRestriction',
+                configuration: {
+                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+                  kind: 'Configuration',
+                  default: [{ key: 'first', operator: 'Exists' }],
+                },
+              },
+              {
+                name: 'PodTolerationRestriction',
+                configuration: {
+                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+                  kind: 'Configuration',
+                  default: [{ key: 'second', operator: 'Exists' }],
+                },
+              },
             ],
           }),
         },
@@ -143,7 +184,10 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       },
       {
         name: 'an AdmissionConfiguration without a PodTolerationRestriction entry is no configuration, not an error',
-        given: { content: 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  path: x.yaml\n' },
+        given: {
+          content:
+            'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: EventRateLimit\n  path: x.yaml\n',
+        },
         want: {},
       },
       {
@@ -153,24 +197,36 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       },
       {
         name: 'an entry with neither configuration nor path is no configuration',
-        given: { content: 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n' },
+        given: {
+          content: 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n',
+        },
         want: {},
       },
       {
         name: 'unknown fields are ignored, as the non-strict apimachinery decoder does',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nmetadata: {}\ndefault:\n- key: k\n  operator: Exists\n  comment: x\n' },
+        given: {
+          content:
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nmetadata: {}\ndefault:\n- key: k\n  operator: Exists\n  comment: x\n',
+        },
         want: { default: [{ key: 'k', operator: 'Exists' }] },
       },
     ];
     for (const row of rows) {
       it(row.name, () => {
         const fs = filesystem(row.given.files ?? {});
-        assert.deepEqual(parseAdmissionConfig(row.given.content, row.given.path ?? '/etc/kubernetes/admission.yaml', { ...options, readFile: fs.readFile }), row.want);
+        assert.deepEqual(
+          parseAdmissionConfig(row.given.content, row.given.path ?? '/etc/kubernetes/admission.yaml', {
+            ...options,
+            readFile: fs.readFile,
+          }),
+          row.want,
+        );
       });
     }
 
     it('Gt/Lt tolerations are accepted when comparison operators are allowed', () => {
-      const content = 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n';
+      const content =
+        'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n';
       assert.deepEqual(parseAdmissionConfig(content, 'c.yaml', { ...options, allowComparisonOperators: true }), {
         whitelist: [{ key: 'tier', operator: 'Gt', value: '5' }],
       });
@@ -178,19 +234,36 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
 
     it('the path is resolved against the configuration file’s directory and read once', () => {
       const fs = filesystem({ 'conf/sub/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1') });
-      parseAdmissionConfig('apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: sub/ptr.yaml\n', 'conf/admission.yaml', {
-        ...options,
-        readFile: fs.readFile,
-      });
+      parseAdmissionConfig(
+        'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: sub/ptr.yaml\n',
+        'conf/admission.yaml',
+        {
+          ...options,
+          readFile: fs.readFile,
+        },
+      );
       assert.deepEqual(fs.reads, ['conf/sub/ptr.yaml']);
     });
   });
 
   describe('errors', () => {
-    const admission = (plugin: object) => JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins: [plugin] });
-    const rows: { name: string; given: { content: string; files?: Record<string, string>; allowComparisonOperators?: boolean }; want: RegExp }[] = [
-      { name: 'YAML that does not parse', given: { content: 'apiVersion: [unclosed\n' }, want: /^\/cfg\/a\.yaml: not valid YAML or JSON: / },
-      { name: 'a document that is not a mapping', given: { content: '- a\n- b\n' }, want: /^\/cfg\/a\.yaml: must be a mapping with apiVersion and kind, got a list$/ },
+    const admission = (plugin: object) =>
+      JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins: [plugin] });
+    const rows: {
+      name: string;
+      given: { content: string; files?: Record<string, string>; allowComparisonOperators?: boolean };
+      want: RegExp;
+    }[] = [
+      {
+        name: 'YAML that does not parse',
+        given: { content: 'apiVersion: [unclosed\n' },
+        want: /^\/cfg\/a\.yaml: not valid YAML or JSON: /,
+      },
+      {
+        name: 'a document that is not a mapping',
+        given: { content: '- a\n- b\n' },
+        want: /^\/cfg\/a\.yaml: must be a mapping with apiVersion and kind, got a list$/,
+      },
       { name: 'a missing apiVersion', given: { content: 'kind: Configuration\n' }, want: /^\/cfg\/a\.yaml: apiVersion: missing$/ },
       { name: 'a missing kind', given: { content: 'apiVersion: apiserver.config.k8s.io/v1\n' }, want: /^\/cfg\/a\.yaml: kind: missing$/ },
       {
@@ -203,7 +276,11 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
         given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: AdmissionConfiguration\n' },
         want: /^\/cfg\/a\.yaml: unknown apiVersion\/kind "podtolerationrestriction\.admission\.k8s\.io\/v1, Kind=AdmissionConfiguration"/,
       },
-      { name: 'an apiVersion that is not a string', given: { content: 'apiVersion: 1\nkind: Configuration\n' }, want: /^\/cfg\/a\.yaml: apiVersion: must be a string, got number 1$/ },
+      {
+        name: 'an apiVersion that is not a string',
+        given: { content: 'apiVersion: 1\nkind: Configuration\n' },
+        want: /^\/cfg\/a\.yaml: apiVersion: must be a string, got number 1$/,
+      },
       {
         name: 'plugins that is not a list',
         given: { content: 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins: {}\n' },
@@ -216,7 +293,12 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       },
       {
         name: 'an embedded configuration of another kind',
-        given: { content: admission({ name: 'PodTolerationRestriction', configuration: { apiVersion: 'eventratelimit.admission.k8s.io/v1alpha1', kind: 'Configuration' } }) },
+        given: {
+          content: admission({
+            name: 'PodTolerationRestriction',
+            configuration: { apiVersion: 'eventratelimit.admission.k8s.io/v1alpha1', kind: 'Configuration' },
+          }),
+        },
         want: /^\/cfg\/a\.yaml: plugins\[0\]\.configuration: unknown apiVersion\/kind "eventratelimit\.admission\.k8s\.io\/v1alpha1, Kind=Configuration"/,
       },
       {
@@ -231,14 +313,20 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       },
       {
         name: 'a path to a file that is not a PodTolerationRestriction Configuration names that file',
-        given: { content: admission({ name: 'PodTolerationRestriction', path: 'ptr.yaml' }), files: { '/cfg/ptr.yaml': 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n' } },
+        given: {
+          content: admission({ name: 'PodTolerationRestriction', path: 'ptr.yaml' }),
+          files: { '/cfg/ptr.yaml': 'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\n' },
+        },
         want: /^\/cfg\/ptr\.yaml: unknown apiVersion\/kind "apiserver\.config\.k8s\.io\/v1, Kind=AdmissionConfiguration"/,
       },
       {
         name: 'a path to a file with an invalid toleration names that file and the field',
         given: {
           content: admission({ name: 'PodTolerationRestriction', path: 'ptr.yaml' }),
-          files: { '/cfg/ptr.yaml': 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Bad\n' },
+          files: {
+            '/cfg/ptr.yaml':
+              'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Bad\n',
+          },
         },
         want: /^\/cfg\/ptr\.yaml: invalid config: podtolerationrestriction\.default\[0\]\.operator: Unsupported value: "Bad": supported values: "Equal", "Exists"$/,
       },
@@ -254,32 +342,62 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       },
       {
         name: 'a tolerationSeconds that is a string',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Exists\n  effect: NoExecute\n  tolerationSeconds: "300"\n' },
+        given: {
+          content:
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Exists\n  effect: NoExecute\n  tolerationSeconds: "300"\n',
+        },
         want: /^\/cfg\/a\.yaml: default\[0\]\.tolerationSeconds: must be int64, got string$/,
       },
       {
         name: 'a YAML 1.1 boolean where a string belongs (value: yes)',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Equal\n  value: yes\n' },
+        given: {
+          content:
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Equal\n  value: yes\n',
+        },
         want: /^\/cfg\/a\.yaml: default\[0\]\.value: must be string, got bool$/,
       },
       {
         name: 'a wrong type inside an embedded configuration names the full field',
-        given: { content: admission({ name: 'PodTolerationRestriction', configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration', whitelist: [{ effect: 3 }] } }) },
+        given: {
+          content: admission({
+            name: 'PodTolerationRestriction',
+            configuration: {
+              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+              kind: 'Configuration',
+              whitelist: [{ effect: 3 }],
+            },
+          }),
+        },
         want: /^\/cfg\/a\.yaml: plugins\[0\]\.configuration\.whitelist\[0\]\.effect: must be v1\.TaintEffect, got number$/,
       },
       {
         name: 'an invalid toleration in an embedded configuration gives the field error text',
-        given: { content: admission({ name: 'PodTolerationRestriction', configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration', whitelist: [{ operator: 'Equal', value: 'v' }] } }) },
+        given: {
+          content: admission({
+            name: 'PodTolerationRestriction',
+            configuration: {
+              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+              kind: 'Configuration',
+              whitelist: [{ operator: 'Equal', value: 'v' }],
+            },
+          }),
+        },
         want: /^\/cfg\/a\.yaml: plugins\[0\]\.configuration: invalid config: podtolerationrestriction\.whitelist\[0\]\.operator: Invalid value: "Equal": operator must be Exists when `key` is empty/,
       },
       {
         name: 'Gt is rejected while comparison operators are not allowed',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n' },
+        given: {
+          content:
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n',
+        },
         want: /^\/cfg\/a\.yaml: invalid config: podtolerationrestriction\.whitelist\[0\]\.operator: Unsupported value: "Gt": supported values: "Equal", "Exists", "Lt", "Gt"$/,
       },
       {
         name: 'several invalid tolerations are all listed',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  effect: Sometimes\n  operator: Exists\nwhitelist:\n- key: k\n  operator: Exists\n  tolerationSeconds: 5\n' },
+        given: {
+          content:
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  effect: Sometimes\n  operator: Exists\nwhitelist:\n- key: k\n  operator: Exists\n  tolerationSeconds: 5\n',
+        },
         want: /^\/cfg\/a\.yaml: invalid config: \[podtolerationrestriction\.default\[0\]\.effect: Unsupported value: "Sometimes".*, podtolerationrestriction\.whitelist\[0\]\.effect: Invalid value: "": effect must be 'NoExecute' when `tolerationSeconds` is set\]$/,
       },
     ];
@@ -287,7 +405,11 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       it(row.name, () => {
         const fs = filesystem(row.given.files ?? {});
         assert.throws(
-          () => parseAdmissionConfig(row.given.content, '/cfg/a.yaml', { allowComparisonOperators: row.given.allowComparisonOperators ?? false, readFile: fs.readFile }),
+          () =>
+            parseAdmissionConfig(row.given.content, '/cfg/a.yaml', {
+              allowComparisonOperators: row.given.allowComparisonOperators ?? false,
+              readFile: fs.readFile,
+            }),
           (error: unknown) => {
             assert.ok(error instanceof AdmissionConfigError);
             assert.equal(error.name, 'AdmissionConfigError');

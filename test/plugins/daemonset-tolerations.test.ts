@@ -7,7 +7,14 @@ import { pluginContext, podAttributes } from '../support/plugin-inputs.js';
 
 const context = pluginContext();
 
-const daemonSetOwner: OwnerReference = { apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'agent', uid: 'u1', controller: true, blockOwnerDeletion: true };
+const daemonSetOwner: OwnerReference = {
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  name: 'agent',
+  uid: 'u1',
+  controller: true,
+  blockOwnerDeletion: true,
+};
 
 function daemonPod(tolerations: Toleration[] | null | undefined, options: { hostNetwork?: boolean; owners?: OwnerReference[] } = {}): Pod {
   return {
@@ -38,7 +45,11 @@ describe('DaemonSetTolerations', () => {
     const rows: { name: string; given: Pod; want: Toleration[] | null | undefined }[] = [
       { name: 'a daemon pod with no tolerations gets the six, in order', given: daemonPod(undefined), want: daemonSet },
       { name: 'a daemon pod with null tolerations gets the six', given: daemonPod(null), want: daemonSet },
-      { name: 'hostNetwork adds network-unavailable as the seventh', given: daemonPod([], { hostNetwork: true }), want: [...daemonSet, networkUnavailable] },
+      {
+        name: 'hostNetwork adds network-unavailable as the seventh',
+        given: daemonPod([], { hostNetwork: true }),
+        want: [...daemonSet, networkUnavailable],
+      },
       { name: 'hostNetwork false adds no network-unavailable', given: daemonPod([], { hostNetwork: false }), want: daemonSet },
       {
         name: 'a wildcard {operator: Exists} does not match: the set is appended next to it',
@@ -153,7 +164,9 @@ describe('DaemonSetTolerations', () => {
 
   it('a second run returns the same object (idempotent)', () => {
     const plugin = createDaemonSetTolerations();
-    const first = daemonPod([{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }], { hostNetwork: true });
+    const first = daemonPod([{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }], {
+      hostNetwork: true,
+    });
     const once = plugin.admit(first, podAttributes('CREATE', first), context).object;
     assert.ok(once !== undefined);
     assert.equal(plugin.admit(once, podAttributes('CREATE', once), context).object, once);
@@ -162,7 +175,10 @@ describe('DaemonSetTolerations', () => {
 
   it('the input is not modified and untouched tolerations stay the same objects', () => {
     const kept: Toleration = { key: 'a', operator: 'Exists' };
-    const given = daemonPod([kept, { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }]);
+    const given = daemonPod([
+      kept,
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    ]);
     const snapshot = structuredClone(given);
     const outcome = createDaemonSetTolerations().admit(given, podAttributes('CREATE', given), context);
     assert.deepEqual(given, snapshot);

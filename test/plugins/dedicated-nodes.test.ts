@@ -49,7 +49,13 @@ function context(ns: string | undefined, comparisonOperators = false, nodesKnown
 /** The kubelet of node gpu-1, the only kind of user whose mirror-annotated pods are mirror pods. */
 const kubeletUser = { username: 'system:node:gpu-1', uid: '', groups: ['system:nodes', 'system:authenticated'], extra: {} };
 
-function podAttributes(operation: Operation, object: JsonObject, oldObject?: JsonObject, ns = 'ml', userInfo?: AdmissionAttributes['userInfo']): AdmissionAttributes {
+function podAttributes(
+  operation: Operation,
+  object: JsonObject,
+  oldObject?: JsonObject,
+  ns = 'ml',
+  userInfo?: AdmissionAttributes['userInfo'],
+): AdmissionAttributes {
   return {
     ...(userInfo === undefined ? {} : { userInfo }),
     operation,
@@ -71,7 +77,10 @@ function daemonSet(podSpec: JsonObject, templateLabels: Record<string, string> =
     metadata: { name: 'agent', namespace: 'ml' },
     spec: {
       selector: { matchLabels: { app: 'agent' } },
-      template: { metadata: { labels: { app: 'agent', ...templateLabels } }, spec: { containers: [{ name: 'agent', image: 'agent:1' }], ...podSpec } },
+      template: {
+        metadata: { labels: { app: 'agent', ...templateLabels } },
+        spec: { containers: [{ name: 'agent', image: 'agent:1' }], ...podSpec },
+      },
     },
   };
 }
@@ -121,10 +130,30 @@ describe('DedicatedNodes handles', () => {
     { name: 'a pod DELETE is not handled', given: podAttributes('DELETE', pod()), want: false },
     { name: 'a pod subresource is not handled', given: { ...podAttributes('CREATE', pod()), subResource: 'binding' }, want: false },
     { name: 'a DaemonSet UPDATE is handled', given: daemonSetAttributes('UPDATE', daemonSet({}), daemonSet({})), want: true },
-    { name: 'a Deployment is handled (its template is validated)', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' } }, want: true },
-    { name: 'a CronJob is handled (its template is validated)', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'batch', version: 'v1', resource: 'cronjobs' } }, want: true },
-    { name: 'a ConfigMap is not handled', given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: '', version: 'v1', resource: 'configmaps' } }, want: false },
-    { name: 'a Deployment scale subresource is not handled', given: { ...daemonSetAttributes('UPDATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' }, subResource: 'scale' }, want: false },
+    {
+      name: 'a Deployment is handled (its template is validated)',
+      given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'apps', version: 'v1', resource: 'deployments' } },
+      want: true,
+    },
+    {
+      name: 'a CronJob is handled (its template is validated)',
+      given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: 'batch', version: 'v1', resource: 'cronjobs' } },
+      want: true,
+    },
+    {
+      name: 'a ConfigMap is not handled',
+      given: { ...daemonSetAttributes('CREATE', daemonSet({})), resource: { group: '', version: 'v1', resource: 'configmaps' } },
+      want: false,
+    },
+    {
+      name: 'a Deployment scale subresource is not handled',
+      given: {
+        ...daemonSetAttributes('UPDATE', daemonSet({})),
+        resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+        subResource: 'scale',
+      },
+      want: false,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -145,7 +174,11 @@ describe('DedicatedNodes admit on pod CREATE', () => {
     readonly decision?: string;
   }
   const preferred = [{ weight: 1, preference: { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] } }];
-  const rows: { name: string; given: { ns: string | undefined; pod: JsonObject; policies?: TenancyPolicy[]; userInfo?: AdmissionAttributes['userInfo'] }; want: Want }[] = [
+  const rows: {
+    name: string;
+    given: { ns: string | undefined; pod: JsonObject; policies?: TenancyPolicy[]; userInfo?: AdmissionAttributes['userInfo'] };
+    want: Want;
+  }[] = [
     {
       name: 'a tenant pod with no affinity gets the toleration and one required term',
       given: { ns: 'ml', pod: pod() },
@@ -153,7 +186,15 @@ describe('DedicatedNodes admit on pod CREATE', () => {
     },
     {
       name: 'a tenant pod with two ORed terms gets the requirement in both',
-      given: { ns: 'ml', pod: pod(withRequired([{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }, { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }])) },
+      given: {
+        ns: 'ml',
+        pod: pod(
+          withRequired([
+            { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] },
+            { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] },
+          ]),
+        ),
+      },
       want: {
         tolerations: [gpuToleration],
         terms: [
@@ -165,7 +206,9 @@ describe('DedicatedNodes admit on pod CREATE', () => {
     {
       name: "a tenant DaemonSet pod's matchFields term keeps the field and gains the requirement",
       given: { ns: 'ml', pod: pod(withRequired([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }] }])) },
-      want: { terms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }], matchExpressions: [gpuRequirement] }] },
+      want: {
+        terms: [{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['node-1'] }], matchExpressions: [gpuRequirement] }],
+      },
     },
     {
       name: 'a tenant pod with a preferred term keeps it and gains a required term',
@@ -185,11 +228,23 @@ describe('DedicatedNodes admit on pod CREATE', () => {
     {
       name: 'a tenant pod whose nodeSelector names another group is denied',
       given: { ns: 'ml', pod: pod({ nodeSelector: { dedicated: 'team-b' } }) },
-      want: { denial: /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.nodeSelector selects dedicated=team-b/, decision: 'denied' },
+      want: {
+        denial:
+          /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.nodeSelector selects dedicated=team-b/,
+        decision: 'denied',
+      },
     },
     {
       name: 'a tenant pod with one term pinning another group among fine terms is denied',
-      given: { ns: 'ml', pod: pod(withRequired([{ matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, { matchExpressions: [{ key: 'dedicated', operator: 'NotIn', values: ['gpu'] }] }])) },
+      given: {
+        ns: 'ml',
+        pod: pod(
+          withRequired([
+            { matchExpressions: [{ key: 'zone', operator: 'Exists' }] },
+            { matchExpressions: [{ key: 'dedicated', operator: 'NotIn', values: ['gpu'] }] },
+          ]),
+        ),
+      },
       want: { denial: /nodeSelectorTerms\[1\]\.matchExpressions\[0\] dedicated NotIn \[gpu\] excludes the namespace's group gpu/ },
     },
     {
@@ -220,13 +275,21 @@ describe('DedicatedNodes admit on pod CREATE', () => {
     {
       name: 'a pod of a namespace two policies put in different groups is denied, naming both',
       given: { ns: 'team-a-dev', pod: pod(), policies: [byLabel, byPrefix] },
-      want: { denial: /namespace "team-a-dev" belongs to more than one dedicated-node group \(policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"\)/, decision: 'conflict' },
+      want: {
+        denial:
+          /namespace "team-a-dev" belongs to more than one dedicated-node group \(policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"\)/,
+        decision: 'conflict',
+      },
     },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const given = structuredClone(row.given.pod);
-      const outcome = plugin(...(row.given.policies ?? [])).admit(given, podAttributes('CREATE', given, undefined, row.given.ns ?? 'ml', row.given.userInfo), context(row.given.ns));
+      const outcome = plugin(...(row.given.policies ?? [])).admit(
+        given,
+        podAttributes('CREATE', given, undefined, row.given.ns ?? 'ml', row.given.userInfo),
+        context(row.given.ns),
+      );
       assert.deepEqual(given, row.given.pod, 'the input is never modified');
       if (row.want.denial !== undefined) {
         assert.equal(outcome.denial?.reason, 'Forbidden');
@@ -250,7 +313,11 @@ describe('DedicatedNodes admit on pod CREATE', () => {
 
   it('records the policy, group and decision of a mutation in audit annotations', () => {
     const outcome = plugin().admit(pod(), podAttributes('CREATE', pod()), context('ml'));
-    assert.deepEqual(outcome.auditAnnotations, { 'dedicated-nodes-policy': 'by-label', 'dedicated-nodes-group': 'gpu', 'dedicated-nodes-decision': 'mutated' });
+    assert.deepEqual(outcome.auditAnnotations, {
+      'dedicated-nodes-policy': 'by-label',
+      'dedicated-nodes-group': 'gpu',
+      'dedicated-nodes-decision': 'mutated',
+    });
   });
 
   it('does nothing on pod UPDATE, where affinity is immutable', () => {
@@ -261,7 +328,10 @@ describe('DedicatedNodes admit on pod CREATE', () => {
   it('under Warn, warns about a contradicting pod and leaves it unchanged', () => {
     const given = pod({ nodeSelector: { dedicated: 'team-b' } });
     const outcome = plugin(warnByLabel).admit(given, podAttributes('CREATE', given), context('ml'));
-    assert.deepEqual({ object: outcome.object === given, denial: outcome.denial, decision: outcome.auditAnnotations?.['dedicated-nodes-decision'] }, { object: true, denial: undefined, decision: 'warned' });
+    assert.deepEqual(
+      { object: outcome.object === given, denial: outcome.denial, decision: outcome.auditAnnotations?.['dedicated-nodes-decision'] },
+      { object: true, denial: undefined, decision: 'warned' },
+    );
     assert.match(outcome.warnings?.[0] ?? '', /^DedicatedNodes \(enforcement Warn, policy "warn-by-label"\): .*selects dedicated=team-b/);
   });
 
@@ -286,7 +356,10 @@ describe('DedicatedNodes admit on DaemonSets', () => {
     const outcome = plugin().admit(given, daemonSetAttributes('CREATE', given), context('ml'));
     const template = (specOf(outcome.object).template ?? {}) as JsonObject;
     const templateSpec = (template.spec ?? {}) as JsonObject;
-    assert.deepEqual({ tolerations: templateSpec.tolerations, terms: requiredTermsOf(templateSpec) }, { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }] });
+    assert.deepEqual(
+      { tolerations: templateSpec.tolerations, terms: requiredTermsOf(templateSpec) },
+      { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }] },
+    );
     assert.equal(template.metadata, (specOf(given).template as JsonObject).metadata, 'the template metadata is the same object');
   });
 
@@ -327,12 +400,21 @@ describe('DedicatedNodes validate', () => {
     {
       name: 'a tenant pod that skipped mutation is denied, naming the missing toleration and affinity',
       given: { pod: pod() },
-      want: { denial: /must tolerate the taint dedicated=gpu:NoSchedule: spec\.tolerations lacks .*; .*must require dedicated In \[gpu\] in every required node affinity term: missing in spec\.affinity\.nodeAffinity\.requiredDuringSchedulingIgnoredDuringExecution$/, decision: 'denied' },
+      want: {
+        denial:
+          /must tolerate the taint dedicated=gpu:NoSchedule: spec\.tolerations lacks .*; .*must require dedicated In \[gpu\] in every required node affinity term: missing in spec\.affinity\.nodeAffinity\.requiredDuringSchedulingIgnoredDuringExecution$/,
+        decision: 'denied',
+      },
     },
     { name: 'the same pod after mutation is allowed', given: { pod: mutatedGpuPod() }, want: { decision: 'allowed' } },
     {
       name: 'a tenant pod missing the requirement in one of two terms is denied naming that term',
-      given: { pod: pod({ tolerations: [gpuToleration], ...withRequired([{ matchExpressions: [gpuRequirement] }, { matchExpressions: [{ key: 'zone', operator: 'Exists' }] }]) }) },
+      given: {
+        pod: pod({
+          tolerations: [gpuToleration],
+          ...withRequired([{ matchExpressions: [gpuRequirement] }, { matchExpressions: [{ key: 'zone', operator: 'Exists' }] }]),
+        }),
+      },
       want: { denial: /missing in spec\.affinity\.nodeAffinity\.requiredDuringSchedulingIgnoredDuringExecution\.nodeSelectorTerms\[1\]$/ },
     },
     {
@@ -340,11 +422,27 @@ describe('DedicatedNodes validate', () => {
       given: { pod: mutatedGpuPod({ tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'gpu' }] }) },
       want: { decision: 'allowed' },
     },
-    { name: 'an exempt tenant pod without the pair is allowed', given: { pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { decision: 'exempt' } },
-    { name: "a kubelet's mirror pod pinned to another group node is allowed", given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }), userInfo: kubeletUser }, want: {} },
+    {
+      name: 'an exempt tenant pod without the pair is allowed',
+      given: { pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) },
+      want: { decision: 'exempt' },
+    },
+    {
+      name: "a kubelet's mirror pod pinned to another group node is allowed",
+      given: {
+        ns: 'web',
+        pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+        userInfo: kubeletUser,
+      },
+      want: {},
+    },
     {
       name: "a tenant's pod carrying the mirror annotation, pinned to another group node, is denied",
-      given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }), userInfo: { ...kubeletUser, username: 'alice' } },
+      given: {
+        ns: 'web',
+        pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+        userInfo: { ...kubeletUser, username: 'alice' },
+      },
       want: { denial: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
     },
     { name: 'a pod of a namespace with no group needs no pair', given: { ns: 'web', pod: pod() }, want: { decision: 'allowed' } },
@@ -353,48 +451,137 @@ describe('DedicatedNodes validate', () => {
     {
       name: 'a tenant pod with an Exists toleration on the dedicated key is denied',
       given: { pod: mutatedGpuPod({ tolerations: [gpuToleration, { key: 'dedicated', operator: 'Exists' }] }) },
-      want: { denial: /^spec\.tolerations\[1\] tolerates the dedicated taint of every group \(dedicated=<group>:NoSchedule, policy "by-label"\); namespace "ml" belongs to group "gpu", and only an infrastructure namespace may reach other groups' nodes$/ },
+      want: {
+        denial:
+          /^spec\.tolerations\[1\] tolerates the dedicated taint of every group \(dedicated=<group>:NoSchedule, policy "by-label"\); namespace "ml" belongs to group "gpu", and only an infrastructure namespace may reach other groups' nodes$/,
+      },
     },
     {
       name: 'a non-tenant pod with an Exists toleration on the dedicated key is denied',
       given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' }] }) },
       want: { denial: /spec\.tolerations\[0\] tolerates the dedicated taint of every group .*namespace "web" belongs to no group/ },
     },
-    { name: 'a non-tenant pod with an empty-key Exists toleration is denied', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists' }] }) }, want: { denial: /spec\.tolerations\[0\] tolerates the dedicated taint of every group/ } },
-    { name: 'a non-tenant pod with an empty-key Exists toleration for the taint effect is denied', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists', effect: 'NoSchedule' }] }) }, want: { denial: /spec\.tolerations\[0\]/ } },
-    { name: 'a non-tenant pod with an empty-key Exists toleration for another effect is allowed', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists', effect: 'NoExecute' }] }) }, want: { decision: 'allowed' } },
-    { name: "a non-tenant pod tolerating a group's taint by value is denied", given: { ns: 'web', pod: pod({ tolerations: [gpuToleration] }) }, want: { denial: /tolerates the dedicated taint of group "gpu"/ } },
-    { name: "a tenant pod tolerating another group's taint by value is denied", given: { pod: mutatedGpuPod({ tolerations: [gpuToleration, { key: 'dedicated', operator: 'Equal', value: 'team-b', effect: 'NoSchedule' }] }) }, want: { denial: /spec\.tolerations\[1\] tolerates the dedicated taint of group "team-b"/ } },
-    { name: 'an exempt pod may still not tolerate another group', given: { pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { denial: /tolerates the dedicated taint of every group/ } },
-    { name: 'a Gt toleration on the key is foreign when the comparison gate is on', given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }), comparisonOperators: true }, want: { denial: /a numeric range of groups/ } },
-    { name: 'a Gt toleration tolerates nothing when the comparison gate is off', given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }) }, want: { decision: 'allowed' } },
+    {
+      name: 'a non-tenant pod with an empty-key Exists toleration is denied',
+      given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists' }] }) },
+      want: { denial: /spec\.tolerations\[0\] tolerates the dedicated taint of every group/ },
+    },
+    {
+      name: 'a non-tenant pod with an empty-key Exists toleration for the taint effect is denied',
+      given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists', effect: 'NoSchedule' }] }) },
+      want: { denial: /spec\.tolerations\[0\]/ },
+    },
+    {
+      name: 'a non-tenant pod with an empty-key Exists toleration for another effect is allowed',
+      given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists', effect: 'NoExecute' }] }) },
+      want: { decision: 'allowed' },
+    },
+    {
+      name: "a non-tenant pod tolerating a group's taint by value is denied",
+      given: { ns: 'web', pod: pod({ tolerations: [gpuToleration] }) },
+      want: { denial: /tolerates the dedicated taint of group "gpu"/ },
+    },
+    {
+      name: "a tenant pod tolerating another group's taint by value is denied",
+      given: {
+        pod: mutatedGpuPod({
+          tolerations: [gpuToleration, { key: 'dedicated', operator: 'Equal', value: 'team-b', effect: 'NoSchedule' }],
+        }),
+      },
+      want: { denial: /spec\.tolerations\[1\] tolerates the dedicated taint of group "team-b"/ },
+    },
+    {
+      name: 'an exempt pod may still not tolerate another group',
+      given: { pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }, { labels: { 'tolerator.dev/exempt': 'true' } }) },
+      want: { denial: /tolerates the dedicated taint of every group/ },
+    },
+    {
+      name: 'a Gt toleration on the key is foreign when the comparison gate is on',
+      given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }), comparisonOperators: true },
+      want: { denial: /a numeric range of groups/ },
+    },
+    {
+      name: 'a Gt toleration tolerates nothing when the comparison gate is off',
+      given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }) },
+      want: { decision: 'allowed' },
+    },
     {
       name: 'an infrastructure namespace pod tolerating every group is allowed and audited',
       given: { ns: 'logging', pod: pod({ tolerations: [{ operator: 'Exists' }] }) },
-      want: { decision: 'allowed', infrastructure: /^allowed for an infrastructure namespace: by-label: spec\.tolerations\[0\] tolerates the dedicated taint of every group/ },
+      want: {
+        decision: 'allowed',
+        infrastructure:
+          /^allowed for an infrastructure namespace: by-label: spec\.tolerations\[0\] tolerates the dedicated taint of every group/,
+      },
     },
 
     // nodeName.
-    { name: "a non-tenant pod pinned to another group's node is denied", given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }) }, want: { denial: /^spec\.nodeName "gpu-1" is a node of group "gpu" \(policy "by-label"\); namespace "web" belongs to no group/ } },
-    { name: 'a non-tenant pod pinned to a node carrying only the dedicated taint is denied', given: { ns: 'web', pod: pod({ nodeName: 'tainted-only-1' }) }, want: { denial: /spec\.nodeName "tainted-only-1" is a node of group "team-c"/ } },
-    { name: "a tenant pod pinned to another group's node is denied", given: { pod: mutatedGpuPod({ nodeName: 'team-b-1' }) }, want: { denial: /spec\.nodeName "team-b-1" is a node of group "team-b"/ } },
-    { name: 'a tenant pod pinned to a node outside its group is denied', given: { pod: mutatedGpuPod({ nodeName: 'plain-1' }) }, want: { denial: /spec\.nodeName "plain-1" is not a node of group "gpu"/ } },
-    { name: 'a tenant pod pinned to a node of its group is allowed', given: { pod: mutatedGpuPod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed' } },
-    { name: 'a non-tenant pod pinned to an ungrouped node is allowed', given: { ns: 'web', pod: pod({ nodeName: 'plain-1' }) }, want: { decision: 'allowed' } },
+    {
+      name: "a non-tenant pod pinned to another group's node is denied",
+      given: { ns: 'web', pod: pod({ nodeName: 'gpu-1' }) },
+      want: { denial: /^spec\.nodeName "gpu-1" is a node of group "gpu" \(policy "by-label"\); namespace "web" belongs to no group/ },
+    },
+    {
+      name: 'a non-tenant pod pinned to a node carrying only the dedicated taint is denied',
+      given: { ns: 'web', pod: pod({ nodeName: 'tainted-only-1' }) },
+      want: { denial: /spec\.nodeName "tainted-only-1" is a node of group "team-c"/ },
+    },
+    {
+      name: "a tenant pod pinned to another group's node is denied",
+      given: { pod: mutatedGpuPod({ nodeName: 'team-b-1' }) },
+      want: { denial: /spec\.nodeName "team-b-1" is a node of group "team-b"/ },
+    },
+    {
+      name: 'a tenant pod pinned to a node outside its group is denied',
+      given: { pod: mutatedGpuPod({ nodeName: 'plain-1' }) },
+      want: { denial: /spec\.nodeName "plain-1" is not a node of group "gpu"/ },
+    },
+    {
+      name: 'a tenant pod pinned to a node of its group is allowed',
+      given: { pod: mutatedGpuPod({ nodeName: 'gpu-1' }) },
+      want: { decision: 'allowed' },
+    },
+    {
+      name: 'a non-tenant pod pinned to an ungrouped node is allowed',
+      given: { ns: 'web', pod: pod({ nodeName: 'plain-1' }) },
+      want: { decision: 'allowed' },
+    },
     {
       name: 'a pod pinned to a node that does not exist is denied, naming the node',
       given: { ns: 'web', pod: pod({ nodeName: 'new-node' }) },
-      want: { denial: /^spec\.nodeName "new-node" names no existing node; its dedicated-node group cannot be determined/, decision: 'denied' },
+      want: {
+        denial: /^spec\.nodeName "new-node" names no existing node; its dedicated-node group cannot be determined/,
+        decision: 'denied',
+      },
     },
-    { name: 'a tenant pod pinned to a node that does not exist is denied', given: { pod: mutatedGpuPod({ nodeName: 'new-node' }) }, want: { denial: /spec\.nodeName "new-node" names no existing node/ } },
-    { name: 'an exempt pod pinned to a node that does not exist is denied', given: { pod: mutatedGpuPod({ nodeName: 'new-node' }, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { denial: /spec\.nodeName "new-node" names no existing node/ } },
-    { name: 'an infrastructure namespace pod pinned to a node that does not exist is allowed and audited', given: { ns: 'logging', pod: pod({ nodeName: 'new-node' }) }, want: { decision: 'allowed', infrastructure: /spec\.nodeName "new-node" names no existing node/ } },
+    {
+      name: 'a tenant pod pinned to a node that does not exist is denied',
+      given: { pod: mutatedGpuPod({ nodeName: 'new-node' }) },
+      want: { denial: /spec\.nodeName "new-node" names no existing node/ },
+    },
+    {
+      name: 'an exempt pod pinned to a node that does not exist is denied',
+      given: { pod: mutatedGpuPod({ nodeName: 'new-node' }, { labels: { 'tolerator.dev/exempt': 'true' } }) },
+      want: { denial: /spec\.nodeName "new-node" names no existing node/ },
+    },
+    {
+      name: 'an infrastructure namespace pod pinned to a node that does not exist is allowed and audited',
+      given: { ns: 'logging', pod: pod({ nodeName: 'new-node' }) },
+      want: { decision: 'allowed', infrastructure: /spec\.nodeName "new-node" names no existing node/ },
+    },
     {
       name: 'offline, without any cluster state, a pod pinned to an unknown node is allowed with a warning',
       given: { ns: 'web', pod: pod({ nodeName: 'new-node' }), nodesKnown: false },
-      want: { decision: 'allowed', warning: /node "new-node" named by spec\.nodeName could not be checked: no cluster state holds the cluster's nodes/ },
+      want: {
+        decision: 'allowed',
+        warning: /node "new-node" named by spec\.nodeName could not be checked: no cluster state holds the cluster's nodes/,
+      },
     },
-    { name: "an infrastructure namespace pod pinned to a group's node is allowed", given: { ns: 'logging', pod: pod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed', infrastructure: /spec\.nodeName "gpu-1" is a node of group "gpu"/ } },
+    {
+      name: "an infrastructure namespace pod pinned to a group's node is allowed",
+      given: { ns: 'logging', pod: pod({ nodeName: 'gpu-1' }) },
+      want: { decision: 'allowed', infrastructure: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
+    },
 
     // UPDATE.
     {
@@ -404,19 +591,40 @@ describe('DedicatedNodes validate', () => {
     },
     {
       name: 'an UPDATE keeping a foreign toleration the pod already had is allowed',
-      given: { ns: 'web', operation: 'UPDATE', oldPod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }), pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }, { labels: { new: 'label' } }) },
+      given: {
+        ns: 'web',
+        operation: 'UPDATE',
+        oldPod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }),
+        pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Exists' }] }, { labels: { new: 'label' } }),
+      },
       want: { decision: 'allowed' },
     },
-    { name: 'an UPDATE of a tenant pod created before the policy, without the pair, is allowed', given: { operation: 'UPDATE', oldPod: pod(), pod: pod({}, { labels: { new: 'label' } }) }, want: { decision: 'allowed' } },
-    { name: 'an UPDATE of a pod already bound to another group node is allowed', given: { ns: 'web', operation: 'UPDATE', oldPod: pod({ nodeName: 'gpu-1' }), pod: pod({ nodeName: 'gpu-1' }) }, want: { decision: 'allowed' } },
+    {
+      name: 'an UPDATE of a tenant pod created before the policy, without the pair, is allowed',
+      given: { operation: 'UPDATE', oldPod: pod(), pod: pod({}, { labels: { new: 'label' } }) },
+      want: { decision: 'allowed' },
+    },
+    {
+      name: 'an UPDATE of a pod already bound to another group node is allowed',
+      given: { ns: 'web', operation: 'UPDATE', oldPod: pod({ nodeName: 'gpu-1' }), pod: pod({ nodeName: 'gpu-1' }) },
+      want: { decision: 'allowed' },
+    },
 
     // Enforcement and configuration.
     {
       name: 'under Warn a tenant pod without the pair is allowed with warnings',
       given: { pod: pod(), policies: [warnByLabel] },
-      want: { decision: 'warned', warning: /^DedicatedNodes \(enforcement Warn, policy "warn-by-label"\): pods in namespace "ml" \(group "gpu", policy "warn-by-label"\) must tolerate/ },
+      want: {
+        decision: 'warned',
+        warning:
+          /^DedicatedNodes \(enforcement Warn, policy "warn-by-label"\): pods in namespace "ml" \(group "gpu", policy "warn-by-label"\) must tolerate/,
+      },
     },
-    { name: 'under Warn a foreign toleration is allowed with a warning', given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists' }] }), policies: [warnByLabel] }, want: { decision: 'warned', warning: /tolerates the dedicated taint of every group/ } },
+    {
+      name: 'under Warn a foreign toleration is allowed with a warning',
+      given: { ns: 'web', pod: pod({ tolerations: [{ operator: 'Exists' }] }), policies: [warnByLabel] },
+      want: { decision: 'warned', warning: /tolerates the dedicated taint of every group/ },
+    },
     {
       name: 'a pod of a namespace two policies put in different groups is denied, naming both',
       given: { ns: 'team-a-dev', pod: mutatedGpuPod(), policies: [byLabel, byPrefix] },
@@ -424,22 +632,54 @@ describe('DedicatedNodes validate', () => {
     },
     {
       name: 'an UPDATE of a pod in a namespace two policies put in different groups is allowed with a warning',
-      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod({}, { labels: { release: 'canary' } }), policies: [byLabel, byPrefix] },
+      given: {
+        ns: 'team-a-dev',
+        operation: 'UPDATE',
+        oldPod: pod(),
+        pod: pod({}, { labels: { release: 'canary' } }),
+        policies: [byLabel, byPrefix],
+      },
       want: { warning: /policy "by-label" gives group "gpu", policy "by-prefix" gives group "team-a"/, decision: 'conflict' },
     },
     {
       name: 'a conflict never excuses a new toleration: an UPDATE adding one of either group is denied',
-      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod({ tolerations: [gpuToleration] }), policies: [byLabel, byPrefix] },
-      want: { denial: /^spec\.tolerations\[0\] tolerates the dedicated taint of group "gpu" .*namespace "team-a-dev" is claimed by more than one group, so it is judged as belonging to none/, warning: /belongs to more than one dedicated-node group/, decision: 'denied' },
+      given: {
+        ns: 'team-a-dev',
+        operation: 'UPDATE',
+        oldPod: pod(),
+        pod: pod({ tolerations: [gpuToleration] }),
+        policies: [byLabel, byPrefix],
+      },
+      want: {
+        denial:
+          /^spec\.tolerations\[0\] tolerates the dedicated taint of group "gpu" .*namespace "team-a-dev" is claimed by more than one group, so it is judged as belonging to none/,
+        warning: /belongs to more than one dedicated-node group/,
+        decision: 'denied',
+      },
     },
     {
-      name: 'a conflict never excuses a new toleration: an UPDATE adding the other group\'s is denied',
-      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod(), pod: pod({ tolerations: [{ key: 'tenant', operator: 'Equal', value: 'team-a', effect: 'NoSchedule' }] }), policies: [byLabel, byPrefix] },
-      want: { denial: /tolerates the dedicated taint of group "team-a" .*policy "by-prefix"/, warning: /belongs to more than one dedicated-node group/ },
+      name: "a conflict never excuses a new toleration: an UPDATE adding the other group's is denied",
+      given: {
+        ns: 'team-a-dev',
+        operation: 'UPDATE',
+        oldPod: pod(),
+        pod: pod({ tolerations: [{ key: 'tenant', operator: 'Equal', value: 'team-a', effect: 'NoSchedule' }] }),
+        policies: [byLabel, byPrefix],
+      },
+      want: {
+        denial: /tolerates the dedicated taint of group "team-a" .*policy "by-prefix"/,
+        warning: /belongs to more than one dedicated-node group/,
+      },
     },
     {
       name: 'a conflict keeps a toleration the pod already had: an UPDATE that only relabels is allowed',
-      given: { ns: 'team-a-dev', operation: 'UPDATE', oldPod: pod({ tolerations: [gpuToleration] }), pod: pod({ tolerations: [gpuToleration] }, { labels: { release: 'canary' } }), policies: [byLabel, byPrefix] },
+      given: {
+        ns: 'team-a-dev',
+        operation: 'UPDATE',
+        oldPod: pod({ tolerations: [gpuToleration] }),
+        pod: pod({ tolerations: [gpuToleration] }, { labels: { release: 'canary' } }),
+        policies: [byLabel, byPrefix],
+      },
       want: { warning: /belongs to more than one dedicated-node group/, decision: 'conflict' },
     },
   ];
@@ -447,7 +687,11 @@ describe('DedicatedNodes validate', () => {
     it(row.name, () => {
       const { given } = row;
       const attributes = podAttributes(given.operation ?? 'CREATE', given.pod, given.oldPod, given.ns ?? 'ml', given.userInfo);
-      const outcome = plugin(...(given.policies ?? [])).validate(given.pod, attributes, context(given.ns ?? 'ml', given.comparisonOperators, given.nodesKnown));
+      const outcome = plugin(...(given.policies ?? [])).validate(
+        given.pod,
+        attributes,
+        context(given.ns ?? 'ml', given.comparisonOperators, given.nodesKnown),
+      );
       if (row.want.denial === undefined) {
         assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));
       } else {
@@ -457,15 +701,27 @@ describe('DedicatedNodes validate', () => {
       if (row.want.warning === undefined) {
         assert.equal(outcome.warnings, undefined);
       } else {
-        assert.ok(outcome.warnings?.some((warning) => row.want.warning?.test(warning)), (outcome.warnings ?? []).join('\n'));
+        assert.ok(
+          outcome.warnings?.some((warning) => row.want.warning?.test(warning)),
+          (outcome.warnings ?? []).join('\n'),
+        );
       }
       if (row.want.decision !== undefined) assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], row.want.decision);
-      if (row.want.infrastructure !== undefined) assert.match(outcome.auditAnnotations?.['dedicated-nodes-infrastructure'] ?? '', row.want.infrastructure);
+      if (row.want.infrastructure !== undefined)
+        assert.match(outcome.auditAnnotations?.['dedicated-nodes-infrastructure'] ?? '', row.want.infrastructure);
     });
   }
 
   it('allows what its own mutation produced for every tenant pod shape of the admit table', () => {
-    const shapes = [pod(), pod(withRequired([{ matchExpressions: [{ key: 'zone', operator: 'Exists' }] }, { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n'] }] }]))];
+    const shapes = [
+      pod(),
+      pod(
+        withRequired([
+          { matchExpressions: [{ key: 'zone', operator: 'Exists' }] },
+          { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n'] }] },
+        ]),
+      ),
+    ];
     for (const shape of shapes) {
       const mutated = plugin().admit(shape, podAttributes('CREATE', shape), context('ml')).object ?? {};
       assert.equal(plugin().validate(mutated, podAttributes('CREATE', mutated), context('ml')).denial, undefined);
@@ -475,18 +731,34 @@ describe('DedicatedNodes validate', () => {
 
 describe('DedicatedNodes validate on DaemonSets', () => {
   const rows: { name: string; given: { object: JsonObject; operation: Operation; old?: JsonObject }; want: RegExp | undefined }[] = [
-    { name: 'a DaemonSet template without the pair is denied on CREATE', given: { object: daemonSet({}), operation: 'CREATE' }, want: /DaemonSet pod templates in namespace "ml" .* must tolerate .*spec\.template\.spec\.tolerations lacks/ },
+    {
+      name: 'a DaemonSet template without the pair is denied on CREATE',
+      given: { object: daemonSet({}), operation: 'CREATE' },
+      want: /DaemonSet pod templates in namespace "ml" .* must tolerate .*spec\.template\.spec\.tolerations lacks/,
+    },
     {
       name: 'a DaemonSet UPDATE changing the template without the pair is denied',
       given: { object: daemonSet({ hostNetwork: true }), operation: 'UPDATE', old: daemonSet({}) },
       want: /must require dedicated In \[gpu\]/,
     },
-    { name: 'a DaemonSet UPDATE leaving the template alone is allowed', given: { object: { ...daemonSet({}), metadata: { name: 'agent', finalizers: ['x'] } }, operation: 'UPDATE', old: daemonSet({}) }, want: undefined },
-    { name: 'a DaemonSet whose template tolerates every group is denied', given: { object: daemonSet({ tolerations: [{ operator: 'Exists' }] }, { 'tolerator.dev/exempt': 'true' }), operation: 'CREATE' }, want: /spec\.template\.spec\.tolerations\[0\] tolerates the dedicated taint of every group/ },
+    {
+      name: 'a DaemonSet UPDATE leaving the template alone is allowed',
+      given: { object: { ...daemonSet({}), metadata: { name: 'agent', finalizers: ['x'] } }, operation: 'UPDATE', old: daemonSet({}) },
+      want: undefined,
+    },
+    {
+      name: 'a DaemonSet whose template tolerates every group is denied',
+      given: { object: daemonSet({ tolerations: [{ operator: 'Exists' }] }, { 'tolerator.dev/exempt': 'true' }), operation: 'CREATE' },
+      want: /spec\.template\.spec\.tolerations\[0\] tolerates the dedicated taint of every group/,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
-      const outcome = plugin().validate(row.given.object, daemonSetAttributes(row.given.operation, row.given.object, row.given.old), context('ml'));
+      const outcome = plugin().validate(
+        row.given.object,
+        daemonSetAttributes(row.given.operation, row.given.object, row.given.old),
+        context('ml'),
+      );
       if (row.want === undefined) {
         assert.equal(outcome.denial, undefined);
       } else {
@@ -515,7 +787,13 @@ describe('DedicatedNodes on every workload with a pod template', () => {
     return { apiVersion: kind.group === '' ? 'v1' : `${kind.group}/v1`, kind: kind.kind, metadata: { name: 'w', namespace: ns }, ...value };
   }
 
-  function attributesFor(kind: (typeof workloadKinds)[number], operation: Operation, object: JsonObject, ns: string, oldObject?: JsonObject): AdmissionAttributes {
+  function attributesFor(
+    kind: (typeof workloadKinds)[number],
+    operation: Operation,
+    object: JsonObject,
+    ns: string,
+    oldObject?: JsonObject,
+  ): AdmissionAttributes {
     return {
       ...podAttributes(operation, object, oldObject, ns),
       kind: { group: kind.group, version: 'v1', kind: kind.kind },
@@ -526,27 +804,87 @@ describe('DedicatedNodes on every workload with a pod template', () => {
 
   for (const kind of workloadKinds) {
     const specPath = [...kind.templatePath, 'spec'].join('.').replaceAll('.', '\\.');
-    const rows: { name: string; ns: string; podSpec: JsonObject; operation?: Operation; oldPodSpec?: JsonObject; want: RegExp | undefined }[] = [
-      { name: "a template outside every group tolerating a group's taint is denied, with the template's path", ns: 'web', podSpec: { tolerations: [gpuToleration] }, want: new RegExp(`^${specPath}\\.tolerations\\[0\\] tolerates the dedicated taint of group "gpu"`) },
-      { name: "a template pinned to another group's node is denied", ns: 'web', podSpec: { nodeName: 'gpu-1' }, want: new RegExp(`^${specPath}\\.nodeName "gpu-1" is a node of group "gpu"`) },
-      { name: 'a template pinned to a node that does not exist is denied', ns: 'web', podSpec: { nodeName: 'node-to-come' }, want: new RegExp(`^${specPath}\\.nodeName "node-to-come" names no existing node`) },
-      { name: "a tenant template asking for another group's nodes is denied", ns: 'ml', podSpec: { nodeSelector: { dedicated: 'team-b' } }, want: /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes/ },
-      { name: 'a tenant template pinned to a node outside its group is denied', ns: 'ml', podSpec: { nodeName: 'plain-1' }, want: /nodeName "plain-1" is not a node of group "gpu"/ },
+    const rows: {
+      name: string;
+      ns: string;
+      podSpec: JsonObject;
+      operation?: Operation;
+      oldPodSpec?: JsonObject;
+      want: RegExp | undefined;
+    }[] = [
       {
-        name: kind.kind === 'DaemonSet' ? 'a tenant DaemonSet template without the pair is denied (the mutating side gives it the pair)' : "a tenant template without the pair is allowed (its pods get the pair when they are created)",
+        name: "a template outside every group tolerating a group's taint is denied, with the template's path",
+        ns: 'web',
+        podSpec: { tolerations: [gpuToleration] },
+        want: new RegExp(`^${specPath}\\.tolerations\\[0\\] tolerates the dedicated taint of group "gpu"`),
+      },
+      {
+        name: "a template pinned to another group's node is denied",
+        ns: 'web',
+        podSpec: { nodeName: 'gpu-1' },
+        want: new RegExp(`^${specPath}\\.nodeName "gpu-1" is a node of group "gpu"`),
+      },
+      {
+        name: 'a template pinned to a node that does not exist is denied',
+        ns: 'web',
+        podSpec: { nodeName: 'node-to-come' },
+        want: new RegExp(`^${specPath}\\.nodeName "node-to-come" names no existing node`),
+      },
+      {
+        name: "a tenant template asking for another group's nodes is denied",
+        ns: 'ml',
+        podSpec: { nodeSelector: { dedicated: 'team-b' } },
+        want: /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes/,
+      },
+      {
+        name: 'a tenant template pinned to a node outside its group is denied',
+        ns: 'ml',
+        podSpec: { nodeName: 'plain-1' },
+        want: /nodeName "plain-1" is not a node of group "gpu"/,
+      },
+      {
+        name:
+          kind.kind === 'DaemonSet'
+            ? 'a tenant DaemonSet template without the pair is denied (the mutating side gives it the pair)'
+            : 'a tenant template without the pair is allowed (its pods get the pair when they are created)',
         ns: 'ml',
         podSpec: {},
         want: kind.kind === 'DaemonSet' ? /must tolerate the taint dedicated=gpu:NoSchedule/ : undefined,
       },
-      { name: 'an UPDATE leaving a foreign template alone (a scale, a label) is allowed', ns: 'web', podSpec: { tolerations: [gpuToleration] }, operation: 'UPDATE', oldPodSpec: { tolerations: [gpuToleration] }, want: undefined },
-      { name: 'an UPDATE adding a foreign toleration to the template is denied', ns: 'web', podSpec: { tolerations: [gpuToleration] }, operation: 'UPDATE', oldPodSpec: {}, want: /tolerates the dedicated taint of group "gpu"/ },
-      { name: "an UPDATE pinning the template to another group's node is denied", ns: 'web', podSpec: { nodeName: 'gpu-1' }, operation: 'UPDATE', oldPodSpec: {}, want: /nodeName "gpu-1" is a node of group "gpu"/ },
+      {
+        name: 'an UPDATE leaving a foreign template alone (a scale, a label) is allowed',
+        ns: 'web',
+        podSpec: { tolerations: [gpuToleration] },
+        operation: 'UPDATE',
+        oldPodSpec: { tolerations: [gpuToleration] },
+        want: undefined,
+      },
+      {
+        name: 'an UPDATE adding a foreign toleration to the template is denied',
+        ns: 'web',
+        podSpec: { tolerations: [gpuToleration] },
+        operation: 'UPDATE',
+        oldPodSpec: {},
+        want: /tolerates the dedicated taint of group "gpu"/,
+      },
+      {
+        name: "an UPDATE pinning the template to another group's node is denied",
+        ns: 'web',
+        podSpec: { nodeName: 'gpu-1' },
+        operation: 'UPDATE',
+        oldPodSpec: {},
+        want: /nodeName "gpu-1" is a node of group "gpu"/,
+      },
     ];
     for (const row of rows) {
       it(`${kind.kind}: ${row.name}`, () => {
         const object = workload(kind, row.podSpec, row.ns);
         const oldObject = row.oldPodSpec === undefined ? undefined : workload(kind, row.oldPodSpec, row.ns);
-        const outcome = plugin().validate(object, attributesFor(kind, row.operation ?? 'CREATE', object, row.ns, oldObject), context(row.ns));
+        const outcome = plugin().validate(
+          object,
+          attributesFor(kind, row.operation ?? 'CREATE', object, row.ns, oldObject),
+          context(row.ns),
+        );
         if (row.want === undefined) {
           assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));
         } else {
@@ -569,13 +907,38 @@ describe('DedicatedNodes on every workload with a pod template', () => {
 
 describe('DedicatedNodes gives CEL the whole admission request as `request`', () => {
   const exemptFor = (expression: string): TenancyPolicy => compilePolicy('by-user', { ...labelPolicySpec(), exempt: expression });
-  const userInfo = { username: 'alice', uid: 'u-1', groups: ['platform-admins', 'system:authenticated'], extra: { 'scopes.example.com': ['a', 'b'] } };
+  const userInfo = {
+    username: 'alice',
+    uid: 'u-1',
+    groups: ['platform-admins', 'system:authenticated'],
+    extra: { 'scopes.example.com': ['a', 'b'] },
+  };
   const rows: { name: string; expression: string; given: Partial<AdmissionAttributes>; want: string }[] = [
-    { name: "request.userInfo.groups (the requesting user's groups)", expression: "'platform-admins' in request.userInfo.groups", given: { userInfo }, want: 'exempt' },
+    {
+      name: "request.userInfo.groups (the requesting user's groups)",
+      expression: "'platform-admins' in request.userInfo.groups",
+      given: { userInfo },
+      want: 'exempt',
+    },
     { name: 'request.userInfo.username', expression: "request.userInfo.username == 'alice'", given: { userInfo }, want: 'exempt' },
-    { name: 'request.userInfo.extra', expression: "request.userInfo.extra['scopes.example.com'].exists(s, s == 'b')", given: { userInfo }, want: 'exempt' },
-    { name: 'request.requestResource from the envelope', expression: "request.requestResource.resource == 'pods'", given: { envelope: { requestResource: { group: '', version: 'v1', resource: 'pods' } } }, want: 'exempt' },
-    { name: 'an offline request as an anonymous user with no groups', expression: "'platform-admins' in request.userInfo.groups", given: {}, want: 'allowed' },
+    {
+      name: 'request.userInfo.extra',
+      expression: "request.userInfo.extra['scopes.example.com'].exists(s, s == 'b')",
+      given: { userInfo },
+      want: 'exempt',
+    },
+    {
+      name: 'request.requestResource from the envelope',
+      expression: "request.requestResource.resource == 'pods'",
+      given: { envelope: { requestResource: { group: '', version: 'v1', resource: 'pods' } } },
+      want: 'exempt',
+    },
+    {
+      name: 'an offline request as an anonymous user with no groups',
+      expression: "'platform-admins' in request.userInfo.groups",
+      given: {},
+      want: 'allowed',
+    },
   ];
   for (const row of rows) {
     it(`reads ${row.name}`, () => {
@@ -589,7 +952,10 @@ describe('DedicatedNodes gives CEL the whole admission request as `request`', ()
 });
 
 describe('DedicatedNodes keeps its messages bounded whatever the number of violations', () => {
-  const foreign = (count: number): JsonObject => pod({ tolerations: Array.from({ length: count }, (_, i) => ({ key: 'dedicated', operator: 'Equal', value: `g${i}`, effect: 'NoSchedule' })) });
+  const foreign = (count: number): JsonObject =>
+    pod({
+      tolerations: Array.from({ length: count }, (_, i) => ({ key: 'dedicated', operator: 'Equal', value: `g${i}`, effect: 'NoSchedule' })),
+    });
 
   it(`a denial spells out ${violationsSpelledOut} violations and counts the rest`, () => {
     const outcome = plugin().validate(foreign(500), podAttributes('CREATE', foreign(500), undefined, 'web'), context('web'));

@@ -8,11 +8,21 @@ import { pluginContext, podAttributes } from '../support/plugin-inputs.js';
 const context = pluginContext();
 
 function podWith(tolerations: Toleration[] | null | undefined): Pod {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'default' }, spec: { containers: [{ name: 'c' }], tolerations } };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'default' },
+    spec: { containers: [{ name: 'c' }], tolerations },
+  };
 }
 
 const notReady300: Toleration = { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 };
-const unreachable300: Toleration = { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 };
+const unreachable300: Toleration = {
+  key: 'node.kubernetes.io/unreachable',
+  operator: 'Exists',
+  effect: 'NoExecute',
+  tolerationSeconds: 300,
+};
 
 function admittedTolerations(plugin: ReturnType<typeof createDefaultTolerationSeconds>, pod: Pod, operation: Operation = 'CREATE') {
   const outcome = plugin.admit(pod, podAttributes(operation, pod), context);
@@ -184,7 +194,11 @@ describe('DefaultTolerationSeconds', () => {
       { name: 'a pod subresource (status) is ignored', given: podAttributes('UPDATE', pod, { subResource: 'status' }), want: false },
       {
         name: 'a non-pod resource is ignored',
-        given: { ...podAttributes('CREATE', pod), kind: { group: 'apps', version: 'v1', kind: 'DaemonSet' }, resource: { group: 'apps', version: 'v1', resource: 'daemonsets' } },
+        given: {
+          ...podAttributes('CREATE', pod),
+          kind: { group: 'apps', version: 'v1', kind: 'DaemonSet' },
+          resource: { group: 'apps', version: 'v1', resource: 'daemonsets' },
+        },
         want: false,
       },
     ];

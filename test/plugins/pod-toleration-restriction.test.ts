@@ -240,20 +240,28 @@ describe('PodTolerationRestriction admit', () => {
       {
         name: 'a defaults annotation cut short fails CREATE with Go’s syntax error, the namespace and annotation named',
         given: { tolerations: [], annotations: { [defaultsKey]: '[{' } },
-        want: { denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": unexpected end of JSON input` } },
+        want: {
+          denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": unexpected end of JSON input` },
+        },
       },
       {
         name: 'a defaults annotation that is not JSON fails CREATE with Go’s invalid-character error',
         given: { tolerations: [], annotations: { [defaultsKey]: 'x' } },
         want: {
-          denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": invalid character 'x' looking for beginning of value` },
+          denial: {
+            reason: 'Forbidden',
+            message: `namespace "testNamespace" annotation "${defaultsKey}": invalid character 'x' looking for beginning of value`,
+          },
         },
       },
       {
         name: 'a defaults annotation with a trailing comma fails CREATE with Go’s syntax error',
         given: { tolerations: [], annotations: { [defaultsKey]: '[{"key":"k"},]' } },
         want: {
-          denial: { reason: 'Forbidden', message: `namespace "testNamespace" annotation "${defaultsKey}": invalid character ']' looking for beginning of value` },
+          denial: {
+            reason: 'Forbidden',
+            message: `namespace "testNamespace" annotation "${defaultsKey}": invalid character ']' looking for beginning of value`,
+          },
         },
       },
       {
@@ -329,7 +337,8 @@ describe('PodTolerationRestriction admit', () => {
     const own: Toleration = { key: 'own', operator: 'Exists' };
     const given = pod(bestEffort, [own]);
     const snapshot = structuredClone(given);
-    const [first, second] = (plugin.admit(given, podAttributes('CREATE', given), contextWith(annotated())).object as Pod).spec?.tolerations ?? [];
+    const [first, second] =
+      (plugin.admit(given, podAttributes('CREATE', given), contextWith(annotated())).object as Pod).spec?.tolerations ?? [];
     assert.deepEqual(given, snapshot);
     assert.equal(first, own);
     assert.deepEqual(second, clusterDefault);
@@ -339,7 +348,11 @@ describe('PodTolerationRestriction admit', () => {
 
 describe('PodTolerationRestriction validate', () => {
   const rows: { name: string; given: Given; want: Denial | undefined }[] = [
-    { name: 'tolerations within the namespace whitelist pass', given: { tolerations: [tv], annotations: annotated(undefined, [tv]) }, want: undefined },
+    {
+      name: 'tolerations within the namespace whitelist pass',
+      given: { tolerations: [tv], annotations: annotated(undefined, [tv]) },
+      want: undefined,
+    },
     {
       name: 'a toleration outside the namespace whitelist is forbidden',
       given: { tolerations: [tv1], annotations: annotated(undefined, [tv]) },
@@ -350,7 +363,11 @@ describe('PodTolerationRestriction validate', () => {
       given: { tolerations: [tv1], cluster: { whitelist: [tv] }, annotations: annotated() },
       want: { reason: 'Forbidden', message: clusterConflict },
     },
-    { name: 'an empty whitelist allows everything', given: { tolerations: [tv1], cluster: { whitelist: [] }, annotations: annotated() }, want: undefined },
+    {
+      name: 'an empty whitelist allows everything',
+      given: { tolerations: [tv1], cluster: { whitelist: [] }, annotations: annotated() },
+      want: undefined,
+    },
     {
       name: 'a pod without tolerations passes even with a malformed whitelist annotation',
       given: { tolerations: null, annotations: { [whitelistKey]: 'not json' } },
@@ -397,7 +414,11 @@ describe('PodTolerationRestriction handles', () => {
     { name: 'pod DELETE is not handled', given: podAttributes('DELETE', object), want: false },
     { name: 'pod CONNECT is not handled', given: podAttributes('CONNECT', object), want: false },
     { name: 'a pod subresource is ignored', given: podAttributes('UPDATE', object, { subResource: 'status' }), want: false },
-    { name: 'a non-pod resource is ignored', given: { ...podAttributes('CREATE', object), resource: { group: '', version: 'v1', resource: 'configmaps' } }, want: false },
+    {
+      name: 'a non-pod resource is ignored',
+      given: { ...podAttributes('CREATE', object), resource: { group: '', version: 'v1', resource: 'configmaps' } },
+      want: false,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -421,7 +442,9 @@ describe('extractNamespaceTolerations', () => {
     { name: '"null" is an empty override', given: namespace({ [defaultsKey]: 'null' }), want: { tolerations: [] } },
     {
       name: 'a list is decoded, empty strings and nulls dropped, unknown fields ignored',
-      given: namespace({ [defaultsKey]: '[{"key":"k","operator":"Equal","value":"","effect":"NoExecute","tolerationSeconds":60,"extra":1}, null]' }),
+      given: namespace({
+        [defaultsKey]: '[{"key":"k","operator":"Equal","value":"","effect":"NoExecute","tolerationSeconds":60,"extra":1}, null]',
+      }),
       want: { tolerations: [{ key: 'k', operator: 'Equal', effect: 'NoExecute', tolerationSeconds: 60 }, {}] },
     },
     {

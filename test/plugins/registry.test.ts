@@ -18,8 +18,14 @@ describe('the plugin registry, the one list of plugins', () => {
       allPluginNames.filter((name) => names.includes(name)),
       [...allPluginNames],
     );
-    assert.deepEqual(built.mutating.map((plugin) => plugin.name), ['DaemonSetTolerations', 'DefaultTolerationSeconds', 'PodTolerationRestriction', 'DedicatedNodes']);
-    assert.deepEqual(built.validating.map((plugin) => plugin.name), ['PodTolerationRestriction', 'DedicatedNodes', 'TolerationValidation', 'SchedulingWarnings']);
+    assert.deepEqual(
+      built.mutating.map((plugin) => plugin.name),
+      ['DaemonSetTolerations', 'DefaultTolerationSeconds', 'PodTolerationRestriction', 'DedicatedNodes'],
+    );
+    assert.deepEqual(
+      built.validating.map((plugin) => plugin.name),
+      ['PodTolerationRestriction', 'DedicatedNodes', 'TolerationValidation', 'SchedulingWarnings'],
+    );
   });
 
   it('leaves out what is not enabled', () => {
@@ -29,6 +35,9 @@ describe('the plugin registry, the one list of plugins', () => {
       podTolerationRestriction: { default: [], whitelist: [] },
     });
     assert.deepEqual(some.mutating, []);
-    assert.deepEqual(some.validating.map((plugin) => plugin.name), ['TolerationValidation']);
+    assert.deepEqual(
+      some.validating.map((plugin) => plugin.name),
+      ['TolerationValidation'],
+    );
   });
 });

@@ -15,7 +15,13 @@ function context(gateOn: boolean): PluginContext {
 }
 
 /** The request names `from-attributes`, so a test can tell the request's name from the object's. */
-function attributes(resource: RequestResource, operation: Operation, object: JsonObject | undefined, oldObject?: JsonObject, subResource = ''): AdmissionAttributes {
+function attributes(
+  resource: RequestResource,
+  operation: Operation,
+  object: JsonObject | undefined,
+  oldObject?: JsonObject,
+  subResource = '',
+): AdmissionAttributes {
   return admissionAttributes(resource, operation, object, { oldObject, subResource, name: 'from-attributes' });
 }
 
@@ -68,7 +74,9 @@ describe('TolerationValidation: the acceptance cases', () => {
     const attrs = attributes(podResource, 'CREATE', pod([{ key: 'k', operator: 'Gt', value: '1' }]));
     const denial = plugin.validate(attrs.object!, attrs, context(false)).denial;
     assert.deepEqual(
-      denial && denial.reason === 'Invalid' ? { group: denial.group, kind: denial.kind, name: denial.name, fields: denial.errors.map((e) => [e.type, e.field]) } : denial,
+      denial && denial.reason === 'Invalid'
+        ? { group: denial.group, kind: denial.kind, name: denial.name, fields: denial.errors.map((e) => [e.type, e.field]) }
+        : denial,
       { group: '', kind: 'Pod', name: 'web', fields: [['FieldValueNotSupported', 'spec.tolerations[0].operator']] },
     );
   });
@@ -82,9 +90,21 @@ describe('TolerationValidation: which requests it handles', () => {
     { name: 'a pod CONNECT is not handled', given: attributes(podResource, 'CONNECT', undefined), want: false },
     { name: 'a pod status update is not handled', given: attributes(podResource, 'UPDATE', pod([]), pod([]), 'status'), want: false },
     { name: 'a pod binding is not handled', given: attributes(podResource, 'CREATE', {}, undefined, 'binding'), want: false },
-    { name: 'a deployment scale is not handled', given: attributes({ group: 'apps', resource: 'deployments', kind: 'Deployment' }, 'UPDATE', {}, {}, 'scale'), want: false },
-    { name: 'a ConfigMap is not handled', given: attributes({ group: '', resource: 'configmaps', kind: 'ConfigMap' }, 'CREATE', {}), want: false },
-    { name: 'a deployments resource in another group is not handled', given: attributes({ group: 'example.com', resource: 'deployments', kind: 'Deployment' }, 'CREATE', {}), want: false },
+    {
+      name: 'a deployment scale is not handled',
+      given: attributes({ group: 'apps', resource: 'deployments', kind: 'Deployment' }, 'UPDATE', {}, {}, 'scale'),
+      want: false,
+    },
+    {
+      name: 'a ConfigMap is not handled',
+      given: attributes({ group: '', resource: 'configmaps', kind: 'ConfigMap' }, 'CREATE', {}),
+      want: false,
+    },
+    {
+      name: 'a deployments resource in another group is not handled',
+      given: attributes({ group: 'example.com', resource: 'deployments', kind: 'Deployment' }, 'CREATE', {}),
+      want: false,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -113,7 +133,7 @@ describe('TolerationValidation: pod CREATE checks every row', () => {
     {
       name: 'tolerationSeconds with a NoSchedule effect is refused',
       given: { tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: 5 }], gate: false },
-      want: "spec.tolerations[0].effect: Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` is set",
+      want: 'spec.tolerations[0].effect: Invalid value: "NoSchedule": effect must be \'NoExecute\' when `tolerationSeconds` is set',
     },
     {
       name: 'a negative tolerationSeconds with NoExecute is allowed',
@@ -144,7 +164,10 @@ describe('TolerationValidation: pod CREATE checks every row', () => {
 
   it('a too long key is reported at .key', () => {
     const message = decide(attributes(podResource, 'CREATE', pod([{ key: 'k'.repeat(64), operator: 'Exists' }])), false);
-    assert.ok(message?.startsWith(`spec.tolerations[0].key: Invalid value: "${'k'.repeat(64)}": name part must be no more than 63 `), message);
+    assert.ok(
+      message?.startsWith(`spec.tolerations[0].key: Invalid value: "${'k'.repeat(64)}": name part must be no more than 63 `),
+      message,
+    );
   });
 
   it('the name falls back to the request name when the object has none', () => {
@@ -177,11 +200,23 @@ describe('TolerationValidation: pod UPDATE', () => {
     },
     { name: 'removing a toleration is Forbidden', given: { old: [exists], new: [], gate: false }, want: forbidden },
     { name: 'changing a value is Forbidden', given: { old: [gt], new: [{ ...gt, value: '6' }], gate: true }, want: forbidden },
-    { name: 'changing tolerationSeconds is allowed', given: { old: [exists], new: [{ ...exists, tolerationSeconds: 5 }], gate: false }, want: undefined },
-    { name: 'adding a toleration is allowed', given: { old: [exists], new: [exists, { key: 'x', operator: 'Exists' }], gate: false }, want: undefined },
-    { name: 'reordering is allowed', given: { old: [exists, { key: 'x', operator: 'Exists' }], new: [{ key: 'x', operator: 'Exists' }, exists], gate: false }, want: undefined },
     {
-      name: 'a Forbidden update still reports the new list\'s errors found before it',
+      name: 'changing tolerationSeconds is allowed',
+      given: { old: [exists], new: [{ ...exists, tolerationSeconds: 5 }], gate: false },
+      want: undefined,
+    },
+    {
+      name: 'adding a toleration is allowed',
+      given: { old: [exists], new: [exists, { key: 'x', operator: 'Exists' }], gate: false },
+      want: undefined,
+    },
+    {
+      name: 'reordering is allowed',
+      given: { old: [exists, { key: 'x', operator: 'Exists' }], new: [{ key: 'x', operator: 'Exists' }, exists], gate: false },
+      want: undefined,
+    },
+    {
+      name: "a Forbidden update still reports the new list's errors found before it",
       given: { old: [exists], new: [{ key: 'x', operator: 'Exists', value: 'v' }], gate: false },
       want: `[spec.tolerations[0].operator: Invalid value: "v": value must be empty when \`operator\` is 'Exists', ${forbidden}]`,
     },
@@ -216,18 +251,46 @@ describe('TolerationValidation: pod templates', () => {
     }
     return { metadata: { name: 'web' }, ...node };
   };
-  const rows: { name: string; given: { group: string; resource: string; kind: string; path: string[] }; want: { group: string; message: string } }[] = [
-    { name: 'a Deployment template is checked at spec.template', given: { group: 'apps', resource: 'deployments', kind: 'Deployment', path: ['spec', 'template'] }, want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' } },
-    { name: 'a ReplicaSet template is checked at spec.template', given: { group: 'apps', resource: 'replicasets', kind: 'ReplicaSet', path: ['spec', 'template'] }, want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' } },
-    { name: 'a StatefulSet template is checked at spec.template', given: { group: 'apps', resource: 'statefulsets', kind: 'StatefulSet', path: ['spec', 'template'] }, want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' } },
-    { name: 'a DaemonSet template is checked at spec.template', given: { group: 'apps', resource: 'daemonsets', kind: 'DaemonSet', path: ['spec', 'template'] }, want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' } },
-    { name: 'a Job template is checked at spec.template', given: { group: 'batch', resource: 'jobs', kind: 'Job', path: ['spec', 'template'] }, want: { group: 'batch', message: 'spec.template.spec.tolerations[0].operator' } },
+  const rows: {
+    name: string;
+    given: { group: string; resource: string; kind: string; path: string[] };
+    want: { group: string; message: string };
+  }[] = [
+    {
+      name: 'a Deployment template is checked at spec.template',
+      given: { group: 'apps', resource: 'deployments', kind: 'Deployment', path: ['spec', 'template'] },
+      want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' },
+    },
+    {
+      name: 'a ReplicaSet template is checked at spec.template',
+      given: { group: 'apps', resource: 'replicasets', kind: 'ReplicaSet', path: ['spec', 'template'] },
+      want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' },
+    },
+    {
+      name: 'a StatefulSet template is checked at spec.template',
+      given: { group: 'apps', resource: 'statefulsets', kind: 'StatefulSet', path: ['spec', 'template'] },
+      want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' },
+    },
+    {
+      name: 'a DaemonSet template is checked at spec.template',
+      given: { group: 'apps', resource: 'daemonsets', kind: 'DaemonSet', path: ['spec', 'template'] },
+      want: { group: 'apps', message: 'spec.template.spec.tolerations[0].operator' },
+    },
+    {
+      name: 'a Job template is checked at spec.template',
+      given: { group: 'batch', resource: 'jobs', kind: 'Job', path: ['spec', 'template'] },
+      want: { group: 'batch', message: 'spec.template.spec.tolerations[0].operator' },
+    },
     {
       name: 'a CronJob template is checked at spec.jobTemplate.spec.template',
       given: { group: 'batch', resource: 'cronjobs', kind: 'CronJob', path: ['spec', 'jobTemplate', 'spec', 'template'] },
       want: { group: 'batch', message: 'spec.jobTemplate.spec.template.spec.tolerations[0].operator' },
     },
-    { name: 'a PodTemplate is checked at template', given: { group: '', resource: 'podtemplates', kind: 'PodTemplate', path: ['template'] }, want: { group: '', message: 'template.spec.tolerations[0].operator' } },
+    {
+      name: 'a PodTemplate is checked at template',
+      given: { group: '', resource: 'podtemplates', kind: 'PodTemplate', path: ['template'] },
+      want: { group: '', message: 'template.spec.tolerations[0].operator' },
+    },
     {
       name: 'a ReplicationController template is checked at spec.template',
       given: { group: '', resource: 'replicationcontrollers', kind: 'ReplicationController', path: ['spec', 'template'] },
@@ -251,17 +314,28 @@ describe('TolerationValidation: pod templates', () => {
   const deployment = { group: 'apps', resource: 'deployments', kind: 'Deployment' };
   const path = ['spec', 'template'];
   const updateRows: { name: string; given: { old: Toleration[]; new: Toleration[] }; want: string | undefined }[] = [
-    { name: 'a template UPDATE whose old template had a Gt accepts Gt with the gate off', given: { old: bad, new: [...bad, { key: 'j', operator: 'Lt', value: '3' }] }, want: undefined },
+    {
+      name: 'a template UPDATE whose old template had a Gt accepts Gt with the gate off',
+      given: { old: bad, new: [...bad, { key: 'j', operator: 'Lt', value: '3' }] },
+      want: undefined,
+    },
     {
       name: 'a template UPDATE whose old template had none refuses Gt with the gate off',
       given: { old: [], new: bad },
       want: `spec.template.spec.tolerations[0].operator: Unsupported value: "Gt": ${allFour}`,
     },
-    { name: 'a template may drop and change tolerations freely', given: { old: [{ key: 'a', operator: 'Exists' }], new: [{ key: 'b', operator: 'Exists' }] }, want: undefined },
+    {
+      name: 'a template may drop and change tolerations freely',
+      given: { old: [{ key: 'a', operator: 'Exists' }], new: [{ key: 'b', operator: 'Exists' }] },
+      want: undefined,
+    },
   ];
   for (const row of updateRows) {
     it(row.name, () => {
-      assert.equal(decide(attributes(deployment, 'UPDATE', withTemplate(path, row.given.new), withTemplate(path, row.given.old)), false), row.want);
+      assert.equal(
+        decide(attributes(deployment, 'UPDATE', withTemplate(path, row.given.new), withTemplate(path, row.given.old)), false),
+        row.want,
+      );
     });
   }
 
@@ -275,8 +349,16 @@ describe('TolerationValidation: pod templates', () => {
 });
 
 describe('TolerationValidation: the deprecated tolerations annotation on pods', () => {
-  const rows: { name: string; given: { operation: Operation; annotation: string; tolerations?: Toleration[] }; want: string | undefined }[] = [
-    { name: 'a valid annotation is allowed', given: { operation: 'CREATE', annotation: '[{"key":"k","operator":"Exists"}]' }, want: undefined },
+  const rows: {
+    name: string;
+    given: { operation: Operation; annotation: string; tolerations?: Toleration[] };
+    want: string | undefined;
+  }[] = [
+    {
+      name: 'a valid annotation is allowed',
+      given: { operation: 'CREATE', annotation: '[{"key":"k","operator":"Exists"}]' },
+      want: undefined,
+    },
     { name: 'an empty annotation is not checked', given: { operation: 'CREATE', annotation: '' }, want: undefined },
     {
       name: 'a bad toleration is reported under metadata.annotations.<key>[i]',
@@ -314,7 +396,10 @@ describe('TolerationValidation: the deprecated tolerations annotation on pods', 
     const attrs = attributes(podResource, 'UPDATE', object, pod(undefined));
     const denial = plugin.validate(object, attrs, context(false)).denial;
     assert.ok(denial?.reason === 'Invalid');
-    assert.deepEqual(denial.errors.map((e) => e.field), ['metadata.annotations', 'metadata.annotations']);
+    assert.deepEqual(
+      denial.errors.map((e) => e.field),
+      ['metadata.annotations', 'metadata.annotations'],
+    );
   });
 });
 

@@ -52,10 +52,15 @@ interface Vap {
 }
 
 function loadTwin(file: string): Vap {
-  const documents = parseAllDocuments(readFileSync(join(root, 'policies', 'vap', file), 'utf8')).map((document) => document.toJS() as { kind: string });
+  const documents = parseAllDocuments(readFileSync(join(root, 'policies', 'vap', file), 'utf8')).map(
+    (document) => document.toJS() as { kind: string },
+  );
   const policy = documents.find((document) => document.kind === 'ValidatingAdmissionPolicy');
   assert.ok(policy, `${file} has no ValidatingAdmissionPolicy`);
-  assert.ok(documents.some((document) => document.kind === 'ValidatingAdmissionPolicyBinding'), `${file} has no binding`);
+  assert.ok(
+    documents.some((document) => document.kind === 'ValidatingAdmissionPolicyBinding'),
+    `${file} has no binding`,
+  );
   return policy as unknown as Vap;
 }
 
@@ -89,7 +94,11 @@ function evaluateTwin(policy: Vap, inputs: { object: unknown; oldObject: unknown
   }
   const failed = policy.spec.validations
     .filter((validation) => environment.evaluate(validation.expression, context) !== true)
-    .map((validation) => (validation.messageExpression === undefined ? validation.expression : String(environment.evaluate(validation.messageExpression, context))));
+    .map((validation) =>
+      validation.messageExpression === undefined
+        ? validation.expression
+        : String(environment.evaluate(validation.messageExpression, context)),
+    );
   return { allowed: failed.length === 0, failed };
 }
 
@@ -113,7 +122,9 @@ function twinInputs(fixture: ReviewFixture): { object: unknown; oldObject: unkno
     object = jsonpatch.applyPatch(structuredClone(request.object), patch).newDocument;
   }
   const namespace = typeof request.namespace === 'string' ? request.namespace : '';
-  const namespaceObject = tenancyState.namespaces.find((candidate) => candidate.metadata.name === namespace) ?? { metadata: { name: namespace, labels: { 'kubernetes.io/metadata.name': namespace } } };
+  const namespaceObject = tenancyState.namespaces.find((candidate) => candidate.metadata.name === namespace) ?? {
+    metadata: { name: namespace, labels: { 'kubernetes.io/metadata.name': namespace } },
+  };
   return {
     object,
     oldObject: request.oldObject ?? null,
@@ -136,8 +147,15 @@ const fixtures = loadReviewFixtures();
 
 describe('the dedicated-by-namespace-label twin agrees with the webhook', () => {
   const twin = loadTwin('dedicated-by-namespace-label.yaml');
-  const beyondTwin = new Set(['foreign-nodename-create', 'unknown-nodename-create', 'conflict-namespace-label-update', 'conflict-namespace-toleration-added-update']);
-  const applicable = fixtures.filter((fixture) => isPodFixture(fixture) && fixture.args.includes('--policies=policies') && !beyondTwin.has(fixture.name));
+  const beyondTwin = new Set([
+    'foreign-nodename-create',
+    'unknown-nodename-create',
+    'conflict-namespace-label-update',
+    'conflict-namespace-toleration-added-update',
+  ]);
+  const applicable = fixtures.filter(
+    (fixture) => isPodFixture(fixture) && fixture.args.includes('--policies=policies') && !beyondTwin.has(fixture.name),
+  );
 
   it('applies to the tenancy fixtures: tenant, foreign toleration, infrastructure, exempt, prefix, update', () => {
     assert.deepEqual(
@@ -184,20 +202,32 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
     const object = structuredClone(inputs.object) as { metadata: { annotations?: Record<string, string> } };
     object.metadata.annotations = { 'kubernetes.io/config.mirror': 'abc' };
     const request = inputs.request as { userInfo?: unknown };
-    assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'system:node:gpu-1' } } }).allowed, true);
+    assert.equal(
+      evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'system:node:gpu-1' } } }).allowed,
+      true,
+    );
     assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'alice' } } }).allowed, false);
   });
 });
 
 describe('the toleration-comparison-operators twin agrees with the webhook', () => {
   const twin = loadTwin('toleration-comparison-operators.yaml');
-  const gateOn = fixtures.filter((fixture) => isPodFixture(fixture) && fixture.args.includes('--feature-gates=TaintTolerationComparisonOperators=true'));
-  const withoutComparison = fixtures.filter((fixture) => isPodFixture(fixture) && !usesComparison(fixture) && golden(fixture).response.allowed);
+  const gateOn = fixtures.filter(
+    (fixture) => isPodFixture(fixture) && fixture.args.includes('--feature-gates=TaintTolerationComparisonOperators=true'),
+  );
+  const withoutComparison = fixtures.filter(
+    (fixture) => isPodFixture(fixture) && !usesComparison(fixture) && golden(fixture).response.allowed,
+  );
 
   it('applies to the gate-on Gt fixtures: canonical, non-canonical, out of range, and a non-integer taint (a warning)', () => {
     assert.deepEqual(
       gateOn.map((fixture) => fixture.name),
-      ['gt-gate-on-canonical-create', 'gt-gate-on-non-canonical-create', 'gt-gate-on-out-of-range-create', 'gt-toleration-non-integer-taint-warning-create'],
+      [
+        'gt-gate-on-canonical-create',
+        'gt-gate-on-non-canonical-create',
+        'gt-gate-on-out-of-range-create',
+        'gt-toleration-non-integer-taint-warning-create',
+      ],
     );
   });
 
@@ -230,15 +260,44 @@ describe('the toleration-comparison-operators twin agrees with the webhook', () 
   ];
   for (const row of values) {
     it(`Gt with value ${JSON.stringify(row.value)}: ${row.name}`, () => {
-      const toleration = { key: 'example.com/cpu-generation', operator: 'Gt', effect: 'NoSchedule', ...(row.value === undefined ? {} : { value: row.value }) };
-      const verdict = evaluateTwin(twin, { object: { metadata: {}, spec: { tolerations: [toleration] } }, oldObject: null, namespaceObject: { metadata: { name: 'default' } }, request: { operation: 'CREATE' } });
+      const toleration = {
+        key: 'example.com/cpu-generation',
+        operator: 'Gt',
+        effect: 'NoSchedule',
+        ...(row.value === undefined ? {} : { value: row.value }),
+      };
+      const verdict = evaluateTwin(twin, {
+        object: { metadata: {}, spec: { tolerations: [toleration] } },
+        oldObject: null,
+        namespaceObject: { metadata: { name: 'default' } },
+        request: { operation: 'CREATE' },
+      });
       assert.equal(verdict.allowed, row.allowed);
     });
   }
 });
 
 /** Standard CEL functions and macros, and the optional-type functions Kubernetes enables. */
-const commonFunctions = new Set(['size', 'matches', 'startsWith', 'endsWith', 'contains', 'int', 'string', 'has', 'all', 'exists', 'exists_one', 'map', 'filter', 'orValue', 'hasValue', 'value', 'optional.of', 'optional.none']);
+const commonFunctions = new Set([
+  'size',
+  'matches',
+  'startsWith',
+  'endsWith',
+  'contains',
+  'int',
+  'string',
+  'has',
+  'all',
+  'exists',
+  'exists_one',
+  'map',
+  'filter',
+  'orValue',
+  'hasValue',
+  'value',
+  'optional.of',
+  'optional.none',
+]);
 
 function functionsIn(node: unknown, out: Set<string>): Set<string> {
   if (Array.isArray(node)) {
@@ -260,13 +319,19 @@ describe('the twins stay within the CEL that both Kubernetes and cel-js have', (
       const expressions = [
         ...(policy.spec.matchConditions ?? []).map((condition) => condition.expression),
         ...(policy.spec.variables ?? []).map((variable) => variable.expression),
-        ...policy.spec.validations.flatMap((validation) => [validation.expression, ...(validation.messageExpression === undefined ? [] : [validation.messageExpression])]),
+        ...policy.spec.validations.flatMap((validation) => [
+          validation.expression,
+          ...(validation.messageExpression === undefined ? [] : [validation.messageExpression]),
+        ]),
       ];
       const used = new Set<string>();
       for (const expression of expressions) {
         functionsIn(environment.parse(expression).ast, used);
       }
-      assert.deepEqual([...used].filter((name) => !commonFunctions.has(name)), []);
+      assert.deepEqual(
+        [...used].filter((name) => !commonFunctions.has(name)),
+        [],
+      );
     });
   }
 });

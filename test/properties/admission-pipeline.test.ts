@@ -106,12 +106,13 @@ async function mutate(s: Setup, request: GeneratedRequest, namespace: string): P
   const { decision } = await s.pipeline.review(parsed, ['mutate']);
   const patch = decision.patch ?? [];
   const original = structuredClone(parsed.attributes.object as JsonObject);
-  const patched = patch.length === 0 ? original : jsonpatch.applyPatch(original, structuredClone(patch) as jsonpatch.Operation[], true, true).newDocument;
+  const patched =
+    patch.length === 0 ? original : jsonpatch.applyPatch(original, structuredClone(patch) as jsonpatch.Operation[], true, true).newDocument;
   return { allowed: decision.allowed, patch, patched };
 }
 
 function tolerationsOf(pod: JsonObject | undefined): Toleration[] {
-  return ((pod?.spec as { tolerations?: Toleration[] | null } | undefined)?.tolerations ?? []);
+  return (pod?.spec as { tolerations?: Toleration[] | null } | undefined)?.tolerations ?? [];
 }
 
 function withObject(request: GeneratedRequest, object: JsonObject): GeneratedRequest {
@@ -189,8 +190,14 @@ describe('the mutating pipeline, over generated pods', () => {
         const { allowed, patched } = await mutate(s, request, namespaceOf(s, pick));
         fc.pre(allowed);
         const tolerations = tolerationsOf(patched);
-        assert.ok(tolerations.some((t) => covers(t, TaintKey.NodeNotReady)), 'not-ready covered');
-        assert.ok(tolerations.some((t) => covers(t, TaintKey.NodeUnreachable)), 'unreachable covered');
+        assert.ok(
+          tolerations.some((t) => covers(t, TaintKey.NodeNotReady)),
+          'not-ready covered',
+        );
+        assert.ok(
+          tolerations.some((t) => covers(t, TaintKey.NodeUnreachable)),
+          'unreachable covered',
+        );
       }),
       options,
     );
@@ -221,7 +228,13 @@ describe('the mutating pipeline, over generated pods', () => {
 
   it('DaemonSetTolerations alone adds the daemon set to a DaemonSet pod and leaves other pods alone', () => {
     const plugin = createDaemonSetTolerations();
-    const context: PluginContext = { gates: setups[0]!.settings.gates, namespace: undefined, node: () => undefined, nodesKnown: false, nodes: () => [] };
+    const context: PluginContext = {
+      gates: setups[0]!.settings.gates,
+      namespace: undefined,
+      node: () => undefined,
+      nodesKnown: false,
+      nodes: () => [],
+    };
     fc.assert(
       fc.property(requestArbitrary, (request) => {
         const attributes = parsedReview(request).attributes;
@@ -234,7 +247,10 @@ describe('the mutating pipeline, over generated pods', () => {
         const hostNetwork = (request.object.spec as { hostNetwork?: boolean }).hostNetwork === true;
         const tolerations = tolerationsOf(outcome.object);
         for (const daemon of daemonSetPodTolerations(hostNetwork)) {
-          assert.ok(tolerations.some((t) => matchToleration(t, daemon)), `${daemon.key ?? ''} present`);
+          assert.ok(
+            tolerations.some((t) => matchToleration(t, daemon)),
+            `${daemon.key ?? ''} present`,
+          );
         }
       }),
       options,

@@ -40,8 +40,9 @@ const edgy = fc.oneof(
 );
 
 /** A value written in a form the canonical check refuses (or, for some, that Go's ParseInt refuses). */
-const nonCanonical = fc.tuple(edgy, fc.constantFrom('plus', 'zeros', 'space', 'negzero', 'fraction', 'exponent', 'hex', 'underscore', 'empty', 'unicode')).map(
-  ([value, form]) => {
+const nonCanonical = fc
+  .tuple(edgy, fc.constantFrom('plus', 'zeros', 'space', 'negzero', 'fraction', 'exponent', 'hex', 'underscore', 'empty', 'unicode'))
+  .map(([value, form]) => {
     const text = value.toString();
     const abs = (value < 0n ? -value : value).toString();
     switch (form) {
@@ -68,8 +69,7 @@ const nonCanonical = fc.tuple(edgy, fc.constantFrom('plus', 'zeros', 'space', 'n
         return text.replace(/[0-9]/g, (d) => String.fromCharCode(0x0660 + Number(d)));
     }
     return text;
-  },
-);
+  });
 
 const valueText = fc.oneof({ weight: 3, arbitrary: edgy.map((v) => v.toString()) }, { weight: 1, arbitrary: nonCanonical });
 
@@ -113,10 +113,16 @@ describe('Gt and Lt against a BigInt model', () => {
 
   it('never match with the gate off, whatever the values', () => {
     fc.assert(
-      fc.property(fc.constantFrom<'Gt' | 'Lt'>('Gt', 'Lt'), valueText, valueText, fc.constantFrom(undefined, '', 'NoSchedule'), (operator, x, y, effect) => {
-        const [toleration, taint] = pair(operator, x, y, effect);
-        assert.equal(toleratesTaint(toleration, taint, gateOff), false);
-      }),
+      fc.property(
+        fc.constantFrom<'Gt' | 'Lt'>('Gt', 'Lt'),
+        valueText,
+        valueText,
+        fc.constantFrom(undefined, '', 'NoSchedule'),
+        (operator, x, y, effect) => {
+          const [toleration, taint] = pair(operator, x, y, effect);
+          assert.equal(toleratesTaint(toleration, taint, gateOff), false);
+        },
+      ),
       options,
     );
   });

@@ -39,7 +39,10 @@ import { defaultFeatureGates, type FeatureGates } from '../../src/api/feature-ga
 import type { JsonObject, Namespace, Node, Taint, Toleration } from '../../src/api/types.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
 import { createDedicatedNodes } from '../../src/plugins/dedicated-nodes.js';
-import { namespaceDefaultTolerationsAnnotation, namespaceTolerationsWhitelistAnnotation } from '../../src/plugins/pod-toleration-restriction.js';
+import {
+  namespaceDefaultTolerationsAnnotation,
+  namespaceTolerationsWhitelistAnnotation,
+} from '../../src/plugins/pod-toleration-restriction.js';
 import { allPluginNames, buildPlugins } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { formatPolicyLoadError } from '../../src/tenancy/policy.js';
@@ -91,7 +94,14 @@ function namespaces(): Namespace[] {
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ml', labels: { 'kubernetes.io/metadata.name': 'ml', dedicated: 'gpu' } } },
     { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a-dev', labels: { 'kubernetes.io/metadata.name': 'team-a-dev' } } },
     // Infrastructure under the label policy: may tolerate every group.
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'monitoring', labels: { 'kubernetes.io/metadata.name': 'monitoring', 'tolerator.dev/node-infrastructure': 'true' } } },
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: 'monitoring',
+        labels: { 'kubernetes.io/metadata.name': 'monitoring', 'tolerator.dev/node-infrastructure': 'true' },
+      },
+    },
     // PodTolerationRestriction: default tolerations merged into every pod, and a whitelist.
     {
       apiVersion: 'v1',
@@ -112,7 +122,10 @@ function namespaces(): Namespace[] {
   const filler = Array.from({ length: 10_000 }, (_, i): Namespace => ({
     apiVersion: 'v1',
     kind: 'Namespace',
-    metadata: { name: `ns-${i}`, labels: { 'kubernetes.io/metadata.name': `ns-${i}`, ...(i % 3 === 0 ? { dedicated: `group-${i % 40}` } : {}) } },
+    metadata: {
+      name: `ns-${i}`,
+      labels: { 'kubernetes.io/metadata.name': `ns-${i}`, ...(i % 3 === 0 ? { dedicated: `group-${i % 40}` } : {}) },
+    },
   }));
   return [...named, ...filler];
 }
@@ -207,11 +220,18 @@ function review({ namespace, operation, object, oldObject, daemonSet = false }: 
       ...(metadata?.name === undefined ? {} : { name: metadata.name }),
       namespace,
       operation,
-      userInfo: { username: 'system:serviceaccount:tenant:deployer', uid: '5b7d9f1a-3c5e-4a7b-9d1f-2b4c6d8e0a1c', groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'] },
+      userInfo: {
+        username: 'system:serviceaccount:tenant:deployer',
+        uid: '5b7d9f1a-3c5e-4a7b-9d1f-2b4c6d8e0a1c',
+        groups: ['system:serviceaccounts', `system:serviceaccounts:${namespace}`, 'system:authenticated'],
+      },
       object,
       oldObject: oldObject ?? null,
       dryRun: false,
-      options: operation === 'CREATE' ? { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' } : { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' },
+      options:
+        operation === 'CREATE'
+          ? { kind: 'CreateOptions', apiVersion: 'meta.k8s.io/v1' }
+          : { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' },
     },
   });
 }
@@ -248,7 +268,10 @@ function managedFields(manager: string): JsonObject {
     apiVersion: 'v1',
     time: '2026-11-30T05:40:12Z',
     fieldsType: 'FieldsV1',
-    fieldsV1: { 'f:metadata': { 'f:generateName': {}, 'f:labels': { '.': {}, 'f:app': {} } }, 'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {}, 'f:resources': {} } } } },
+    fieldsV1: {
+      'f:metadata': { 'f:generateName': {}, 'f:labels': { '.': {}, 'f:app': {} } },
+      'f:spec': { 'f:containers': { 'k:{"name":"app"}': { '.': {}, 'f:image': {}, 'f:name': {}, 'f:resources': {} } } },
+    },
   };
 }
 
@@ -264,12 +287,24 @@ function pod(parts: PodParts): JsonObject {
       labels: { app: 'web', 'pod-template-hash': '7d4b9c8f6d', ...parts.labels },
       ...(parts.annotations === undefined ? {} : { annotations: parts.annotations }),
       ownerReferences: parts.ownerReferences ?? [
-        { apiVersion: 'apps/v1', kind: ownerKind, name: 'web-7d4b9c8f6d', uid: 'b2f0c3de-1a2b-4c5d-8e9f-0a1b2c3d4e5f', controller: true, blockOwnerDeletion: true },
+        {
+          apiVersion: 'apps/v1',
+          kind: ownerKind,
+          name: 'web-7d4b9c8f6d',
+          uid: 'b2f0c3de-1a2b-4c5d-8e9f-0a1b2c3d4e5f',
+          controller: true,
+          blockOwnerDeletion: true,
+        },
       ],
       managedFields: parts.managedFields ?? [managedFields('kube-controller-manager')],
     },
     spec: {
-      volumes: [{ name: 'kube-api-access-x7k2p', projected: { sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }], defaultMode: 420 } }],
+      volumes: [
+        {
+          name: 'kube-api-access-x7k2p',
+          projected: { sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }], defaultMode: 420 },
+        },
+      ],
       containers: parts.containers ?? [container('app')],
       restartPolicy: 'Always',
       terminationGracePeriodSeconds: 30,
@@ -305,10 +340,19 @@ function daemonSet(namespace: string, templateSpec: JsonObject, templateLabels: 
   return {
     kind: 'DaemonSet',
     apiVersion: 'apps/v1',
-    metadata: { name: 'node-agent', namespace, generation: 1, labels: { app: 'node-agent' }, managedFields: [managedFields('kubectl-client-side-apply')] },
+    metadata: {
+      name: 'node-agent',
+      namespace,
+      generation: 1,
+      labels: { app: 'node-agent' },
+      managedFields: [managedFields('kubectl-client-side-apply')],
+    },
     spec: {
       selector: { matchLabels: { app: 'node-agent' } },
-      template: { metadata: { labels: { app: 'node-agent', ...templateLabels } }, spec: { containers: [container('agent')], ...templateSpec } },
+      template: {
+        metadata: { labels: { app: 'node-agent', ...templateLabels } },
+        spec: { containers: [container('agent')], ...templateSpec },
+      },
       updateStrategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 1, maxSurge: 0 } },
       revisionHistoryLimit: 10,
     },
@@ -352,7 +396,15 @@ const shapes: readonly Shape[] = [
       review({
         namespace: 'shop',
         operation: 'CREATE',
-        object: pod({ namespace: 'shop', tolerations: Array.from({ length: n }, (_, i) => ({ key: 'example.com/k', operator: 'Equal', value: `v${i}`, effect: 'NoSchedule' })) }),
+        object: pod({
+          namespace: 'shop',
+          tolerations: Array.from({ length: n }, (_, i) => ({
+            key: 'example.com/k',
+            operator: 'Equal',
+            value: `v${i}`,
+            effect: 'NoSchedule',
+          })),
+        }),
       }),
   },
   {
@@ -380,7 +432,15 @@ const shapes: readonly Shape[] = [
       review({
         namespace: 'shop',
         operation: 'CREATE',
-        object: pod({ namespace: 'shop', tolerations: shuffled(n).map((s): Toleration => ({ key: 'example.com/k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: s })) }),
+        object: pod({
+          namespace: 'shop',
+          tolerations: shuffled(n).map((s): Toleration => ({
+            key: 'example.com/k',
+            operator: 'Exists',
+            effect: 'NoExecute',
+            tolerationSeconds: s,
+          })),
+        }),
       }),
   },
   {
@@ -392,7 +452,13 @@ const shapes: readonly Shape[] = [
         operation: 'CREATE',
         object: pod({
           namespace: 'shop',
-          tolerations: shuffled(n).map((s): Toleration => ({ key: 'example.com/k', operator: 'Equal', value: 'v', effect: 'NoExecute', ...(s % 13 === 0 ? {} : { tolerationSeconds: (s % 97) - 5 }) })),
+          tolerations: shuffled(n).map((s): Toleration => ({
+            key: 'example.com/k',
+            operator: 'Equal',
+            value: 'v',
+            effect: 'NoExecute',
+            ...(s % 13 === 0 ? {} : { tolerationSeconds: (s % 97) - 5 }),
+          })),
         }),
       }),
   },
@@ -408,7 +474,12 @@ const shapes: readonly Shape[] = [
           tolerations: Array.from({ length: n }, (_, i): Toleration =>
             i % 50 === 0
               ? { operator: 'Exists', effect: effects[(i / 50) % effects.length] }
-              : { key: `example.com/k${i % 3}`, operator: i % 2 === 0 ? 'Exists' : 'Equal', ...(i % 2 === 0 ? {} : { value: `v${i}` }), effect: effects[i % effects.length] },
+              : {
+                  key: `example.com/k${i % 3}`,
+                  operator: i % 2 === 0 ? 'Exists' : 'Equal',
+                  ...(i % 2 === 0 ? {} : { value: `v${i}` }),
+                  effect: effects[i % effects.length],
+                },
           ),
         }),
       }),
@@ -421,7 +492,10 @@ const shapes: readonly Shape[] = [
       review({
         namespace: 'restricted',
         operation: 'CREATE',
-        object: pod({ namespace: 'restricted', tolerations: Array.from({ length: n }, (_, i) => ({ key: `example.com/allowed-${i % 60}`, operator: 'Equal', value: `v${i}` })) }),
+        object: pod({
+          namespace: 'restricted',
+          tolerations: Array.from({ length: n }, (_, i) => ({ key: `example.com/allowed-${i % 60}`, operator: 'Equal', value: `v${i}` })),
+        }),
       }),
   },
   {
@@ -431,7 +505,15 @@ const shapes: readonly Shape[] = [
       review({
         namespace: 'ml',
         operation: 'CREATE',
-        object: pod({ namespace: 'ml', tolerations: Array.from({ length: n }, (_, i) => ({ key: i % 2 === 0 ? 'dedicated' : `example.com/k${i}`, operator: 'Equal', value: i % 4 === 0 ? 'gpu' : `v${i}`, effect: 'NoSchedule' })) }),
+        object: pod({
+          namespace: 'ml',
+          tolerations: Array.from({ length: n }, (_, i) => ({
+            key: i % 2 === 0 ? 'dedicated' : `example.com/k${i}`,
+            operator: 'Equal',
+            value: i % 4 === 0 ? 'gpu' : `v${i}`,
+            effect: 'NoSchedule',
+          })),
+        }),
       }),
   },
   {
@@ -441,7 +523,14 @@ const shapes: readonly Shape[] = [
       review({
         namespace: 'team-a-dev',
         operation: 'CREATE',
-        object: pod({ namespace: 'team-a-dev', tolerations: Array.from({ length: n }, (_, i) => ({ key: i % 2 === 0 ? 'example.com/sla' : 'tenant', operator: i % 3 === 0 ? 'Lt' : 'Gt', value: String(i) })) }),
+        object: pod({
+          namespace: 'team-a-dev',
+          tolerations: Array.from({ length: n }, (_, i) => ({
+            key: i % 2 === 0 ? 'example.com/sla' : 'tenant',
+            operator: i % 3 === 0 ? 'Lt' : 'Gt',
+            value: String(i),
+          })),
+        }),
       }),
   },
   {
@@ -453,7 +542,9 @@ const shapes: readonly Shape[] = [
         operation: 'CREATE',
         object: pod({
           namespace: 'shop',
-          containers: Array.from({ length: n }, (_, i) => container(`c${i}`, i === n - 1 ? { limits: { memory: '1Gi' } } : { requests: { cpu: '0', memory: '0.0' } })),
+          containers: Array.from({ length: n }, (_, i) =>
+            container(`c${i}`, i === n - 1 ? { limits: { memory: '1Gi' } } : { requests: { cpu: '0', memory: '0.0' } }),
+          ),
           spec: { initContainers: Array.from({ length: n }, (_, i) => container(`i${i}`, {})) },
         }),
       }),
@@ -474,7 +565,9 @@ const shapes: readonly Shape[] = [
             affinity: {
               nodeAffinity: {
                 requiredDuringSchedulingIgnoredDuringExecution: {
-                  nodeSelectorTerms: Array.from({ length: n }, (_, i) => ({ matchExpressions: [{ key: `example.com/l${i}`, operator: 'In', values: [`v${i}`] }] })),
+                  nodeSelectorTerms: Array.from({ length: n }, (_, i) => ({
+                    matchExpressions: [{ key: `example.com/l${i}`, operator: 'In', values: [`v${i}`] }],
+                  })),
                 },
               },
             },
@@ -545,7 +638,14 @@ const shapes: readonly Shape[] = [
                     ],
                   })),
                 },
-                preferredDuringSchedulingIgnoredDuringExecution: [{ weight: 10, preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: n }, (_, i) => `z${i}`) }] } }],
+                preferredDuringSchedulingIgnoredDuringExecution: [
+                  {
+                    weight: 10,
+                    preference: {
+                      matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: n }, (_, i) => `z${i}`) }],
+                    },
+                  },
+                ],
               },
             },
           },
@@ -624,7 +724,13 @@ const shapes: readonly Shape[] = [
           namespace: 'ml',
           labels: Object.fromEntries(Array.from({ length: n }, (_, i) => [`example.com/l${i}`, `v${i}`])),
           annotations: Object.fromEntries(Array.from({ length: n }, (_, i) => [`example.com/a${i}`, `v${i}`])),
-          ownerReferences: Array.from({ length: n }, (_, i) => ({ apiVersion: 'apps/v1', kind: i === n - 1 ? 'DaemonSet' : 'ReplicaSet', name: `o${i}`, uid: `u${i}`, controller: i === n - 1 })),
+          ownerReferences: Array.from({ length: n }, (_, i) => ({
+            apiVersion: 'apps/v1',
+            kind: i === n - 1 ? 'DaemonSet' : 'ReplicaSet',
+            name: `o${i}`,
+            uid: `u${i}`,
+            controller: i === n - 1,
+          })),
         }),
       }),
   },
@@ -643,7 +749,10 @@ const shapes: readonly Shape[] = [
       return review({
         namespace: 'shop',
         operation: 'CREATE',
-        object: pod({ namespace: 'shop', managedFields: Array.from({ length: n }, (_, i) => ({ ...managedFields(`m${i}`), fieldsV1: deep() })) }),
+        object: pod({
+          namespace: 'shop',
+          managedFields: Array.from({ length: n }, (_, i) => ({ ...managedFields(`m${i}`), fieldsV1: deep() })),
+        }),
       });
     },
   },
@@ -657,7 +766,15 @@ const shapes: readonly Shape[] = [
         object: pod({
           namespace: 'shop',
           annotations: {
-            'scheduler.alpha.kubernetes.io/tolerations': JSON.stringify(Array.from({ length: n }, (_, i) => ({ KEY: 'example.com/k', Operator: 'Equal', value: `v${i}`, effect: 'NoSchedule', tolerationSeconds: null }))),
+            'scheduler.alpha.kubernetes.io/tolerations': JSON.stringify(
+              Array.from({ length: n }, (_, i) => ({
+                KEY: 'example.com/k',
+                Operator: 'Equal',
+                value: `v${i}`,
+                effect: 'NoSchedule',
+                tolerationSeconds: null,
+              })),
+            ),
           },
         }),
       }),
@@ -666,8 +783,18 @@ const shapes: readonly Shape[] = [
     name: 'an UPDATE adding many tolerations to a pod that has many',
     n: 500,
     build: (n) => {
-      const old = Array.from({ length: n }, (_, i): Toleration => ({ key: `example.com/old${i % 50}`, operator: 'Equal', value: `v${i}`, effect: 'NoSchedule' }));
-      const added = Array.from({ length: n }, (_, i): Toleration => ({ key: `example.com/new${i % 50}`, operator: 'Equal', value: `v${i}`, effect: 'NoSchedule' }));
+      const old = Array.from({ length: n }, (_, i): Toleration => ({
+        key: `example.com/old${i % 50}`,
+        operator: 'Equal',
+        value: `v${i}`,
+        effect: 'NoSchedule',
+      }));
+      const added = Array.from({ length: n }, (_, i): Toleration => ({
+        key: `example.com/new${i % 50}`,
+        operator: 'Equal',
+        value: `v${i}`,
+        effect: 'NoSchedule',
+      }));
       return review({
         namespace: 'ml',
         operation: 'UPDATE',
@@ -680,8 +807,16 @@ const shapes: readonly Shape[] = [
     name: 'an UPDATE whose old and new pods differ everywhere, tolerations kept in reverse order',
     n: 500,
     build: (n) => {
-      const old = Array.from({ length: n }, (_, i): Toleration => ({ key: 'example.com/k', operator: 'Equal', value: `v${i}`, effect: effects[i % effects.length], ...(i % 4 === 2 ? { tolerationSeconds: i } : {}) }));
-      const kept = [...old].reverse().map((t, i) => (i % 2 === 0 ? { ...t, ...(t.effect === 'NoExecute' ? { tolerationSeconds: 1 } : {}) } : t));
+      const old = Array.from({ length: n }, (_, i): Toleration => ({
+        key: 'example.com/k',
+        operator: 'Equal',
+        value: `v${i}`,
+        effect: effects[i % effects.length],
+        ...(i % 4 === 2 ? { tolerationSeconds: i } : {}),
+      }));
+      const kept = [...old]
+        .reverse()
+        .map((t, i) => (i % 2 === 0 ? { ...t, ...(t.effect === 'NoExecute' ? { tolerationSeconds: 1 } : {}) } : t));
       const differing = (tag: string, tolerations: Toleration[]): JsonObject =>
         createdPod({
           namespace: 'team-a-dev',
@@ -707,7 +842,9 @@ const shapes: readonly Shape[] = [
           ownerKind: 'DaemonSet',
           spec: { hostNetwork: true },
           tolerations: Array.from({ length: n }, (_, i): Toleration =>
-            i % 10 === 0 ? { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: i } : { key: `dedicated`, operator: 'Equal', value: `group-${i}`, effect: effects[i % effects.length] },
+            i % 10 === 0
+              ? { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: i }
+              : { key: `dedicated`, operator: 'Equal', value: `group-${i}`, effect: effects[i % effects.length] },
           ),
         }),
       }),
@@ -716,7 +853,11 @@ const shapes: readonly Shape[] = [
     name: 'a DaemonSet pod UPDATE adding many tolerations',
     n: 500,
     build: (n) => {
-      const old = Array.from({ length: n }, (_, i): Toleration => ({ key: `example.com/k${i % 7}`, operator: 'Exists', effect: effects[i % effects.length] }));
+      const old = Array.from({ length: n }, (_, i): Toleration => ({
+        key: `example.com/k${i % 7}`,
+        operator: 'Exists',
+        effect: effects[i % effects.length],
+      }));
       const added = Array.from({ length: n }, (_, i): Toleration => ({ key: `example.com/k${i % 7}`, operator: 'Equal', value: `v${i}` }));
       return review({
         namespace: 'shop',
@@ -731,11 +872,18 @@ const shapes: readonly Shape[] = [
     n: 300,
     build: (n) => {
       const template = (tag: string, count: number): JsonObject => ({
-        tolerations: Array.from({ length: count }, (_, i) => ({ key: i % 2 === 0 ? 'dedicated' : 'example.com/k', operator: 'Equal', value: i % 2 === 0 ? 'gpu' : `${tag}${i}`, effect: 'NoSchedule' })),
+        tolerations: Array.from({ length: count }, (_, i) => ({
+          key: i % 2 === 0 ? 'dedicated' : 'example.com/k',
+          operator: 'Equal',
+          value: i % 2 === 0 ? 'gpu' : `${tag}${i}`,
+          effect: 'NoSchedule',
+        })),
         affinity: {
           nodeAffinity: {
             requiredDuringSchedulingIgnoredDuringExecution: {
-              nodeSelectorTerms: Array.from({ length: count }, (_, i) => ({ matchExpressions: [{ key: `example.com/${tag}${i}`, operator: 'Exists' }] })),
+              nodeSelectorTerms: Array.from({ length: count }, (_, i) => ({
+                matchExpressions: [{ key: `example.com/${tag}${i}`, operator: 'Exists' }],
+              })),
             },
           },
         },
@@ -753,7 +901,13 @@ const shapes: readonly Shape[] = [
     name: 'many invalid tolerations on UPDATE: every error reported, twice',
     n: 200,
     build: (n) => {
-      const bad = Array.from({ length: n }, (_, i): Toleration => ({ key: `-bad${i}-`, operator: i % 2 === 0 ? 'exists' : 'Gt', value: `not a label value ${i}`, effect: i % 3 === 0 ? 'Sometimes' : 'NoSchedule', tolerationSeconds: i }));
+      const bad = Array.from({ length: n }, (_, i): Toleration => ({
+        key: `-bad${i}-`,
+        operator: i % 2 === 0 ? 'exists' : 'Gt',
+        value: `not a label value ${i}`,
+        effect: i % 3 === 0 ? 'Sometimes' : 'NoSchedule',
+        tolerationSeconds: i,
+      }));
       return review({
         namespace: 'shop',
         operation: 'UPDATE',
@@ -833,7 +987,10 @@ for (const { name: setupName, large, pipeline } of setups) {
         const measured = await growth(pipeline, shape, n);
         const text = `${(measured.small / 1000).toFixed(1)} ms at n, ${(measured.large / 1000).toFixed(1)} ms at 4n: ×${measured.ratio.toFixed(2)}`;
         t.diagnostic(text);
-        assert.ok(measured.ratio <= maxRatio, `cost grew ×${measured.ratio.toFixed(2)} for 4× the size (${text}); linear is ×4, quadratic ×16`);
+        assert.ok(
+          measured.ratio <= maxRatio,
+          `cost grew ×${measured.ratio.toFixed(2)} for 4× the size (${text}); linear is ×4, quadratic ×16`,
+        );
         assert.ok(measured.large <= maxLargeCostMicros, `the review at 4n took ${(measured.large / 1000).toFixed(0)} ms of CPU`);
       });
     }

@@ -31,7 +31,12 @@ const facts: ClusterFacts = {
   stop: () => Promise.resolve(),
 };
 const pipeline = createPipeline({
-  ...buildPlugins({ enabled: allPluginNames, defaultTolerationSeconds: {}, podTolerationRestriction: {}, dedicatedNodes: createDedicatedNodes(() => set) }),
+  ...buildPlugins({
+    enabled: allPluginNames,
+    defaultTolerationSeconds: {},
+    podTolerationRestriction: {},
+    dedicatedNodes: createDedicatedNodes(() => set),
+  }),
   gates: defaultFeatureGates,
   clusterFacts: facts,
 });
@@ -52,13 +57,17 @@ const affinity = fc.option(
   fc.record(
     {
       requiredDuringSchedulingIgnoredDuringExecution: fc.record({ nodeSelectorTerms: fc.array(term, { maxLength: 3 }) }),
-      preferredDuringSchedulingIgnoredDuringExecution: fc.constant([{ weight: 10, preference: { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] } }]),
+      preferredDuringSchedulingIgnoredDuringExecution: fc.constant([
+        { weight: 10, preference: { matchExpressions: [{ key: 'disk', operator: 'In', values: ['ssd'] }] } },
+      ]),
     },
     { requiredKeys: [] },
   ),
   { nil: undefined },
 );
-const nodeSelector = fc.option(fc.constantFrom({ 'kubernetes.io/os': 'linux' }, { dedicated: group }, { dedicated: 'other' }), { nil: undefined });
+const nodeSelector = fc.option(fc.constantFrom({ 'kubernetes.io/os': 'linux' }, { dedicated: group }, { dedicated: 'other' }), {
+  nil: undefined,
+});
 
 const tenantPod = fc.tuple(requestArbitrary, affinity, nodeSelector).map(([request, nodeAffinity, selector]) => {
   const object = structuredClone(request.object);
@@ -69,12 +78,16 @@ const tenantPod = fc.tuple(requestArbitrary, affinity, nodeSelector).map(([reque
 });
 
 function termsOf(pod: JsonObject): NodeSelectorTerm[] {
-  const spec = pod.spec as { affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } } };
+  const spec = pod.spec as {
+    affinity?: { nodeAffinity?: { requiredDuringSchedulingIgnoredDuringExecution?: { nodeSelectorTerms?: NodeSelectorTerm[] } } };
+  };
   return spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
 }
 
 function holdsGroup(t: NodeSelectorTerm): boolean {
-  return (t.matchExpressions ?? []).some((r) => r.key === 'dedicated' && r.operator === 'In' && (r.values ?? []).length > 0 && (r.values ?? []).every((v) => v === group));
+  return (t.matchExpressions ?? []).some(
+    (r) => r.key === 'dedicated' && r.operator === 'In' && (r.values ?? []).length > 0 && (r.values ?? []).every((v) => v === group),
+  );
 }
 
 describe('DedicatedNodes over generated tenant pods', () => {
@@ -85,15 +98,23 @@ describe('DedicatedNodes over generated tenant pods', () => {
         const parsed = parsedReview(request, 'ml');
         const { decision } = await pipeline.review(parsed, ['mutate']);
         fc.pre(decision.allowed);
-        const patched = jsonpatch.applyPatch(structuredClone(parsed.attributes.object as JsonObject), structuredClone(decision.patch ?? []) as jsonpatch.Operation[], true, true).newDocument;
+        const patched = jsonpatch.applyPatch(
+          structuredClone(parsed.attributes.object as JsonObject),
+          structuredClone(decision.patch ?? []) as jsonpatch.Operation[],
+          true,
+          true,
+        ).newDocument;
         const terms = termsOf(patched);
         assert.ok(terms.length > 0, 'a required affinity exists');
         for (const [index, t] of terms.entries()) {
           const selectsSomething = (t.matchExpressions ?? []).length > 0 || (t.matchFields ?? []).length > 0;
           assert.ok(!selectsSomething || holdsGroup(t), `term ${index} holds dedicated In [${group}]: ${JSON.stringify(t)}`);
         }
-        const tolerations = ((patched.spec as { tolerations?: Toleration[] }).tolerations ?? []);
-        assert.ok(tolerations.some((t) => t.key === 'dedicated' && t.operator === 'Equal' && t.value === group && t.effect === 'NoSchedule'), 'the group toleration');
+        const tolerations = (patched.spec as { tolerations?: Toleration[] }).tolerations ?? [];
+        assert.ok(
+          tolerations.some((t) => t.key === 'dedicated' && t.operator === 'Equal' && t.value === group && t.effect === 'NoSchedule'),
+          'the group toleration',
+        );
         mutated++;
       }),
       { numRuns: 300, seed: 0xded1ca7e },
@@ -107,7 +128,12 @@ describe('DedicatedNodes over generated tenant pods', () => {
         const parsed = parsedReview(request, 'web');
         const { decision } = await pipeline.review(parsed, ['mutate']);
         const original = parsed.attributes.object as JsonObject;
-        const patched = jsonpatch.applyPatch(structuredClone(original), structuredClone(decision.patch ?? []) as jsonpatch.Operation[], true, true).newDocument;
+        const patched = jsonpatch.applyPatch(
+          structuredClone(original),
+          structuredClone(decision.patch ?? []) as jsonpatch.Operation[],
+          true,
+          true,
+        ).newDocument;
         assert.deepEqual(termsOf(patched), termsOf(original), 'no required term changed');
         const groupTolerations = (pod: JsonObject): number =>
           ((pod.spec as { tolerations?: Toleration[] | null }).tolerations ?? []).filter((t) => t.value === group).length;

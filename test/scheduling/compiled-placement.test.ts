@@ -64,51 +64,79 @@ const fieldArbitrary: fc.Arbitrary<NodeSelectorRequirement> = fc.record({
 
 /** Terms that parse (or are empty): matching, not parsing, is what most of the tests are about. */
 const validTermArbitrary: fc.Arbitrary<NodeSelectorTerm> = fc.record(
-      {
-        matchExpressions: fc.array(
-          fc.oneof(
-            fc.record({ key: fc.constantFrom(...labelKeys), operator: fc.constantFrom('In', 'NotIn'), values: fc.array(fc.constantFrom('a', '5', '950', ''), { minLength: 1, maxLength: 3 }) }),
-            fc.record({ key: fc.constantFrom(...labelKeys), operator: fc.constantFrom('Exists', 'DoesNotExist') }),
-            fc.record({ key: fc.constantFrom(...labelKeys), operator: fc.constantFrom('Gt', 'Lt'), values: fc.constantFrom('5', '950', '0', '007').map((value) => [value]) }),
-          ),
-          { maxLength: 3 },
-        ),
-        matchFields: fc.array(fc.record({ key: fc.constantFrom('metadata.name', 'spec.other'), operator: fc.constantFrom('In', 'NotIn'), values: fc.constantFrom('n1', 'n2', '').map((value) => [value]) }), {
-          maxLength: 1,
+  {
+    matchExpressions: fc.array(
+      fc.oneof(
+        fc.record({
+          key: fc.constantFrom(...labelKeys),
+          operator: fc.constantFrom('In', 'NotIn'),
+          values: fc.array(fc.constantFrom('a', '5', '950', ''), { minLength: 1, maxLength: 3 }),
         }),
+        fc.record({ key: fc.constantFrom(...labelKeys), operator: fc.constantFrom('Exists', 'DoesNotExist') }),
+        fc.record({
+          key: fc.constantFrom(...labelKeys),
+          operator: fc.constantFrom('Gt', 'Lt'),
+          values: fc.constantFrom('5', '950', '0', '007').map((value) => [value]),
+        }),
+      ),
+      { maxLength: 3 },
+    ),
+    matchFields: fc.array(
+      fc.record({
+        key: fc.constantFrom('metadata.name', 'spec.other'),
+        operator: fc.constantFrom('In', 'NotIn'),
+        values: fc.constantFrom('n1', 'n2', '').map((value) => [value]),
+      }),
+      {
+        maxLength: 1,
       },
-      { requiredKeys: [] },
-    );
+    ),
+  },
+  { requiredKeys: [] },
+);
 
 /** Mostly valid terms, some that do not parse. */
 const termArbitrary: fc.Arbitrary<NodeSelectorTerm> = fc.oneof(
   { weight: 6, arbitrary: validTermArbitrary },
-  { weight: 2, arbitrary: fc.record({ matchExpressions: fc.array(requirementArbitrary, { maxLength: 3 }), matchFields: fc.array(fieldArbitrary, { maxLength: 1 }) }, { requiredKeys: [] }) },
+  {
+    weight: 2,
+    arbitrary: fc.record(
+      { matchExpressions: fc.array(requirementArbitrary, { maxLength: 3 }), matchFields: fc.array(fieldArbitrary, { maxLength: 1 }) },
+      { requiredKeys: [] },
+    ),
+  },
 );
 
-const specOf = (terms: fc.Arbitrary<NodeSelectorTerm>): fc.Arbitrary<PodSpec> => fc
-  .record(
-    {
-      nodeSelector: fc.dictionary(fc.constantFrom(...labelKeys), fc.constantFrom(...labelValues), { maxKeys: 2 }),
-      terms: fc.option(fc.array(terms, { maxLength: 3 }), { nil: undefined, freq: 3 }),
-      tolerations: fc.array(anyTolerationArbitrary, { maxLength: 5 }),
-      nodeName: fc.constantFrom(...nodeNames, ''),
-    },
-    { requiredKeys: [] },
-  )
-  .map(({ nodeSelector, terms, tolerations, nodeName }) => ({
-    containers: [{ name: 'app' }],
-    ...(nodeSelector === undefined ? {} : { nodeSelector }),
-    ...(terms === undefined ? {} : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } }),
-    ...(tolerations === undefined ? {} : { tolerations }),
-    ...(nodeName === undefined || nodeName === '' ? {} : { nodeName }),
-  }));
+const specOf = (terms: fc.Arbitrary<NodeSelectorTerm>): fc.Arbitrary<PodSpec> =>
+  fc
+    .record(
+      {
+        nodeSelector: fc.dictionary(fc.constantFrom(...labelKeys), fc.constantFrom(...labelValues), { maxKeys: 2 }),
+        terms: fc.option(fc.array(terms, { maxLength: 3 }), { nil: undefined, freq: 3 }),
+        tolerations: fc.array(anyTolerationArbitrary, { maxLength: 5 }),
+        nodeName: fc.constantFrom(...nodeNames, ''),
+      },
+      { requiredKeys: [] },
+    )
+    .map(({ nodeSelector, terms, tolerations, nodeName }) => ({
+      containers: [{ name: 'app' }],
+      ...(nodeSelector === undefined ? {} : { nodeSelector }),
+      ...(terms === undefined
+        ? {}
+        : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } }),
+      ...(tolerations === undefined ? {} : { tolerations }),
+      ...(nodeName === undefined || nodeName === '' ? {} : { nodeName }),
+    }));
 const specArbitrary = specOf(termArbitrary);
 /** Every reason short enough to be given whole (the messages of terms that do not parse are long). */
 const shortReasonSpecArbitrary = specOf(validTermArbitrary);
 
 const taintArbitrary: fc.Arbitrary<Taint> = fc
-  .record({ key: fc.constantFrom(...taintKeys), value: fc.option(fc.constantFrom(...taintValues), { nil: undefined }), effect: fc.constantFrom(...taintEffects) })
+  .record({
+    key: fc.constantFrom(...taintKeys),
+    value: fc.option(fc.constantFrom(...taintValues), { nil: undefined }),
+    effect: fc.constantFrom(...taintEffects),
+  })
   .map(({ key, value, effect }) => (value === undefined ? { key, effect } : { key, value, effect }));
 
 const nodeArbitrary: fc.Arbitrary<Node> = fc
@@ -118,7 +146,12 @@ const nodeArbitrary: fc.Arbitrary<Node> = fc
     taints: fc.array(taintArbitrary, { maxLength: 4 }),
     unschedulable: fc.boolean(),
   })
-  .map(({ name, labels, taints, unschedulable }) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name, labels }, spec: { taints, unschedulable } }));
+  .map(({ name, labels, taints, unschedulable }) => ({
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels },
+    spec: { taints, unschedulable },
+  }));
 
 const gateArbitrary: fc.Arbitrary<ComparisonOperatorGate> = fc.boolean().map((on) => ({ TaintTolerationComparisonOperators: on }));
 
@@ -143,7 +176,19 @@ function pod(spec: PodSpec): Pod {
 describe('compiled placement agrees with the plain transcription of upstream', () => {
   it('canonicalInt64 reads what parseCanonicalInt64 reads', () => {
     const digits = fc.stringMatching(/^[-+]?[0-9]{0,22}$/);
-    const edges = fc.constantFrom('9223372036854775807', '9223372036854775808', '-9223372036854775808', '-9223372036854775809', '0', '-0', '00', '', '1'.repeat(25), ' 1', '1e3');
+    const edges = fc.constantFrom(
+      '9223372036854775807',
+      '9223372036854775808',
+      '-9223372036854775808',
+      '-9223372036854775809',
+      '0',
+      '-0',
+      '00',
+      '',
+      '1'.repeat(25),
+      ' 1',
+      '1e3',
+    );
     fc.assert(
       fc.property(fc.oneof(digits, edges, fc.string()), (value) => {
         assert.equal(canonicalInt64(value), parseCanonicalInt64(value));
@@ -154,10 +199,15 @@ describe('compiled placement agrees with the plain transcription of upstream', (
 
   it('indexTolerations finds the first toleration toleratesTaint accepts', () => {
     fc.assert(
-      fc.property(fc.array(anyTolerationArbitrary, { maxLength: 8 }), taintArbitrary, gateArbitrary, (tolerations: Toleration[], taint, gates) => {
-        const want = tolerations.findIndex((toleration) => toleratesTaint(toleration, taint, gates));
-        assert.equal(indexTolerations(tolerations, gates).firstTolerating(taint), want);
-      }),
+      fc.property(
+        fc.array(anyTolerationArbitrary, { maxLength: 8 }),
+        taintArbitrary,
+        gateArbitrary,
+        (tolerations: Toleration[], taint, gates) => {
+          const want = tolerations.findIndex((toleration) => toleratesTaint(toleration, taint, gates));
+          assert.equal(indexTolerations(tolerations, gates).firstTolerating(taint), want);
+        },
+      ),
       options,
     );
   });
@@ -192,13 +242,24 @@ describe('compiled placement agrees with the plain transcription of upstream', (
     // One label key, one taint key, few values: every pod and node meet on them.
     const value = fc.constantFrom('5', '7', '007', 'a', '');
     const requirement: fc.Arbitrary<NodeSelectorRequirement> = fc.oneof(
-      fc.record({ key: fc.constant('gen'), operator: fc.constantFrom('In', 'NotIn'), values: fc.array(value, { minLength: 1, maxLength: 2 }) }),
+      fc.record({
+        key: fc.constant('gen'),
+        operator: fc.constantFrom('In', 'NotIn'),
+        values: fc.array(value, { minLength: 1, maxLength: 2 }),
+      }),
       fc.record({ key: fc.constant('gen'), operator: fc.constantFrom('Exists', 'DoesNotExist') }),
-      fc.record({ key: fc.constant('gen'), operator: fc.constantFrom('Gt', 'Lt'), values: fc.constantFrom('5', '7', '007').map((bound) => [bound]) }),
+      fc.record({
+        key: fc.constant('gen'),
+        operator: fc.constantFrom('Gt', 'Lt'),
+        values: fc.constantFrom('5', '7', '007').map((bound) => [bound]),
+      }),
     );
     const spec: fc.Arbitrary<PodSpec> = fc
       .record({
-        terms: fc.array(fc.record({ matchExpressions: fc.array(requirement, { minLength: 1, maxLength: 2 }) }), { minLength: 1, maxLength: 2 }),
+        terms: fc.array(fc.record({ matchExpressions: fc.array(requirement, { minLength: 1, maxLength: 2 }) }), {
+          minLength: 1,
+          maxLength: 2,
+        }),
         tolerations: fc.array(
           fc.record({
             key: fc.constantFrom('k', ''),
@@ -210,11 +271,18 @@ describe('compiled placement agrees with the plain transcription of upstream', (
           { maxLength: 3 },
         ),
       })
-      .map(({ terms, tolerations }) => ({ containers: [{ name: 'app' }], tolerations, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } }));
+      .map(({ terms, tolerations }) => ({
+        containers: [{ name: 'app' }],
+        tolerations,
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } },
+      }));
     const node: fc.Arbitrary<Node> = fc
       .record({
         label: fc.option(value, { nil: undefined }),
-        taints: fc.array(fc.record({ key: fc.constant('k'), value: fc.constantFrom('5', '7', ''), effect: fc.constantFrom('NoSchedule', 'NoExecute') }), { maxLength: 2 }),
+        taints: fc.array(
+          fc.record({ key: fc.constant('k'), value: fc.constantFrom('5', '7', ''), effect: fc.constantFrom('NoSchedule', 'NoExecute') }),
+          { maxLength: 2 },
+        ),
       })
       .map(({ label, taints }) => {
         const labels: Record<string, string> = label === undefined ? {} : { gen: label };
@@ -256,7 +324,8 @@ function oracleSchedulingWarnings(pod: Pod, nodes: readonly Node[], gates: Compa
     const offending: string[] = [];
     for (const node of nodes) {
       for (const taint of node.spec?.taints ?? []) {
-        if (taint.key === key && parseCanonicalInt64(taint.value ?? '') === undefined) offending.push(`${node.metadata.name} (${JSON.stringify(taint.value ?? '')})`);
+        if (taint.key === key && parseCanonicalInt64(taint.value ?? '') === undefined)
+          offending.push(`${node.metadata.name} (${JSON.stringify(taint.value ?? '')})`);
       }
     }
     if (offending.length > 0) {
@@ -267,7 +336,11 @@ function oracleSchedulingWarnings(pod: Pod, nodes: readonly Node[], gates: Compa
   }
   // The new version names three such tolerations and counts the rest; the generator gives at most five tolerations.
   if (warnings.length > 3) {
-    warnings.splice(3, warnings.length - 3, `spec.tolerations: ${warnings.length - 3} more Gt/Lt tolerations are on keys whose taints have values that are not canonical integers on some known node; they never tolerate those taints`);
+    warnings.splice(
+      3,
+      warnings.length - 3,
+      `spec.tolerations: ${warnings.length - 3} more Gt/Lt tolerations are on keys whose taints have values that are not canonical integers on some known node; they never tolerate those taints`,
+    );
   }
   if (nodes.length === 0) return warnings;
   const pinnedTo = pod.spec?.nodeName ?? '';

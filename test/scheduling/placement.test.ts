@@ -153,12 +153,16 @@ describe('evaluatePlacement: the TaintToleration filter and score', () => {
   }
 
   it('with running, only NoExecute taints act: a NoSchedule taint does not evict a running pod', () => {
-    const placement = evaluatePlacement(pod(), node('n', { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] }), gateOn, { running: true });
+    const placement = evaluatePlacement(pod(), node('n', { taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] }), gateOn, {
+      running: true,
+    });
     assert.equal(placement.schedulable, true);
   });
 
   it('with running, an untolerated NoExecute taint means the pod may not keep running', () => {
-    const placement = evaluatePlacement(pod(), node('n', { taints: [{ key: 'maintenance', effect: 'NoExecute' }] }), gateOn, { running: true });
+    const placement = evaluatePlacement(pod(), node('n', { taints: [{ key: 'maintenance', effect: 'NoExecute' }] }), gateOn, {
+      running: true,
+    });
     assert.equal(placement.schedulable, false);
     assert.equal(placement.evictAfterSeconds, 0);
   });
@@ -170,10 +174,30 @@ describe('noExecuteOutcome: the taint eviction controller', () => {
   const rows: { name: string; tolerations: Toleration[]; taints: Taint[]; want: number | null }[] = [
     { name: 'no NoExecute taint: never evicted', tolerations: [], taints: [{ key: 'x', effect: 'NoSchedule' }], want: null },
     { name: 'an untolerated NoExecute taint: evicted at once', tolerations: [], taints: [maintenance], want: 0 },
-    { name: 'tolerated without tolerationSeconds: never evicted', tolerations: [{ key: 'maintenance', operator: 'Exists' }], taints: [maintenance], want: null },
-    { name: 'tolerated for 60 seconds: evicted after 60', tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 }], taints: [maintenance], want: 60 },
-    { name: 'tolerationSeconds 0 means at once', tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }], taints: [maintenance], want: 0 },
-    { name: 'a negative tolerationSeconds means at once', tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -10 }], taints: [maintenance], want: 0 },
+    {
+      name: 'tolerated without tolerationSeconds: never evicted',
+      tolerations: [{ key: 'maintenance', operator: 'Exists' }],
+      taints: [maintenance],
+      want: null,
+    },
+    {
+      name: 'tolerated for 60 seconds: evicted after 60',
+      tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 }],
+      taints: [maintenance],
+      want: 60,
+    },
+    {
+      name: 'tolerationSeconds 0 means at once',
+      tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }],
+      taints: [maintenance],
+      want: 0,
+    },
+    {
+      name: 'a negative tolerationSeconds means at once',
+      tolerations: [{ key: 'maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -10 }],
+      taints: [maintenance],
+      want: 0,
+    },
     {
       name: 'the first matching toleration decides: a later unlimited one does not extend it',
       tolerations: [
@@ -217,33 +241,95 @@ describe('noExecuteOutcome: the taint eviction controller', () => {
 
 describe('matchRequiredNodeAffinity: nodeSelector and required node affinity', () => {
   const labelled = node('n1', { labels: { zone: 'a', gen: '950', word: 'high' } });
-  const required = (...terms: NodeSelectorTerm[]): Pod['spec'] => ({ affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } });
+  const required = (...terms: NodeSelectorTerm[]): Pod['spec'] => ({
+    affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } },
+  });
   const rows: { name: string; spec: Pod['spec']; want: boolean; reason?: string }[] = [
     { name: 'a matching nodeSelector matches', spec: { nodeSelector: { zone: 'a' } }, want: true },
-    { name: 'a nodeSelector with another value does not match and names the label', spec: { nodeSelector: { zone: 'b' } }, want: false, reason: 'spec.nodeSelector requires the label zone=b; the node has zone=a' },
-    { name: 'In matches a listed value', spec: required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }] }), want: true },
-    { name: 'NotIn matches a node without the label', spec: required({ matchExpressions: [{ key: 'rack', operator: 'NotIn', values: ['r1'] }] }), want: true },
+    {
+      name: 'a nodeSelector with another value does not match and names the label',
+      spec: { nodeSelector: { zone: 'b' } },
+      want: false,
+      reason: 'spec.nodeSelector requires the label zone=b; the node has zone=a',
+    },
+    {
+      name: 'In matches a listed value',
+      spec: required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a', 'b'] }] }),
+      want: true,
+    },
+    {
+      name: 'NotIn matches a node without the label',
+      spec: required({ matchExpressions: [{ key: 'rack', operator: 'NotIn', values: ['r1'] }] }),
+      want: true,
+    },
     { name: 'Exists needs the label', spec: required({ matchExpressions: [{ key: 'rack', operator: 'Exists' }] }), want: false },
-    { name: 'DoesNotExist matches a node without the label', spec: required({ matchExpressions: [{ key: 'rack', operator: 'DoesNotExist' }] }), want: true },
-    { name: 'Gt compares label integers', spec: required({ matchExpressions: [{ key: 'gen', operator: 'Gt', values: ['900'] }] }), want: true },
-    { name: 'Lt is strict and numeric', spec: required({ matchExpressions: [{ key: 'gen', operator: 'Lt', values: ['950'] }] }), want: false },
-    { name: 'Gt on a label that is not an integer never matches', spec: required({ matchExpressions: [{ key: 'word', operator: 'Gt', values: ['1'] }] }), want: false },
-    { name: 'Gt with a value that is not an integer makes the term invalid', spec: required({ matchExpressions: [{ key: 'gen', operator: 'Gt', values: ['x'] }] }), want: false, reason: "required node affinity: nodeSelectorTerms[0].matchExpressions[0] is invalid: \"x\": for 'Gt', 'Lt' operators, the value must be an integer; a term that does not parse matches no node" },
+    {
+      name: 'DoesNotExist matches a node without the label',
+      spec: required({ matchExpressions: [{ key: 'rack', operator: 'DoesNotExist' }] }),
+      want: true,
+    },
+    {
+      name: 'Gt compares label integers',
+      spec: required({ matchExpressions: [{ key: 'gen', operator: 'Gt', values: ['900'] }] }),
+      want: true,
+    },
+    {
+      name: 'Lt is strict and numeric',
+      spec: required({ matchExpressions: [{ key: 'gen', operator: 'Lt', values: ['950'] }] }),
+      want: false,
+    },
+    {
+      name: 'Gt on a label that is not an integer never matches',
+      spec: required({ matchExpressions: [{ key: 'word', operator: 'Gt', values: ['1'] }] }),
+      want: false,
+    },
+    {
+      name: 'Gt with a value that is not an integer makes the term invalid',
+      spec: required({ matchExpressions: [{ key: 'gen', operator: 'Gt', values: ['x'] }] }),
+      want: false,
+      reason:
+        "required node affinity: nodeSelectorTerms[0].matchExpressions[0] is invalid: \"x\": for 'Gt', 'Lt' operators, the value must be an integer; a term that does not parse matches no node",
+    },
     {
       name: 'terms are ORed: the second term matching is enough',
-      spec: required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }, { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] }),
+      spec: required(
+        { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] },
+        { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] },
+      ),
       want: true,
     },
     {
       name: 'expressions in a term are ANDed, and the reason names the failing term and requirement',
-      spec: required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }, { key: 'gen', operator: 'Lt', values: ['100'] }] }),
+      spec: required({
+        matchExpressions: [
+          { key: 'zone', operator: 'In', values: ['a'] },
+          { key: 'gen', operator: 'Lt', values: ['100'] },
+        ],
+      }),
       want: false,
       reason: 'required node affinity: nodeSelectorTerms[0].matchExpressions[1] (gen Lt [100]): the node has gen=950',
     },
-    { name: 'an empty term matches nothing', spec: required({}), want: false, reason: 'required node affinity: nodeSelectorTerms[0]: an empty term matches no node' },
-    { name: 'matchFields on metadata.name selects the node by name', spec: required({ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }), want: true },
-    { name: 'matchFields on another node excludes this one', spec: required({ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n2'] }] }), want: false },
-    { name: 'matchFields with two values does not parse', spec: required({ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1', 'n2'] }] }), want: false },
+    {
+      name: 'an empty term matches nothing',
+      spec: required({}),
+      want: false,
+      reason: 'required node affinity: nodeSelectorTerms[0]: an empty term matches no node',
+    },
+    {
+      name: 'matchFields on metadata.name selects the node by name',
+      spec: required({ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] }),
+      want: true,
+    },
+    {
+      name: 'matchFields on another node excludes this one',
+      spec: required({ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n2'] }] }),
+      want: false,
+    },
+    {
+      name: 'matchFields with two values does not parse',
+      spec: required({ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1', 'n2'] }] }),
+      want: false,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -272,7 +358,10 @@ describe('schedulingWarnings', () => {
   it('a pod that fits no known node is warned about', () => {
     const warnings = schedulingWarnings(pod(), nodes, gateOn);
     assert.equal(warnings.length, 1);
-    assert.match(warnings[0] ?? '', /^the pod cannot be scheduled on any of the 2 known nodes: cpu-950: taint example\.com\/gen=950:NoSchedule is not tolerated/);
+    assert.match(
+      warnings[0] ?? '',
+      /^the pod cannot be scheduled on any of the 2 known nodes: cpu-950: taint example\.com\/gen=950:NoSchedule is not tolerated/,
+    );
   });
 
   it('without known nodes nothing is said about schedulability', () => {

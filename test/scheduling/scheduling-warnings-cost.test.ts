@@ -38,9 +38,16 @@ interface Measured {
 }
 
 function measureGrowth(): Map<string, Measured> {
-  const probe = spawnSync(process.execPath, ['--single-threaded', '--import', 'tsx', 'test/support/scheduling-cost-probe.ts'], { cwd: root, encoding: 'utf8', timeout: 120_000 });
+  const probe = spawnSync(process.execPath, ['--single-threaded', '--import', 'tsx', 'test/support/scheduling-cost-probe.ts'], {
+    cwd: root,
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   assert.equal(probe.status, 0, `the probe failed: ${probe.stderr}`);
-  const lines = probe.stdout.trim().split('\n').map((line) => JSON.parse(line) as Measured);
+  const lines = probe.stdout
+    .trim()
+    .split('\n')
+    .map((line) => JSON.parse(line) as Measured);
   return new Map(lines.map((line) => [line.name, line]));
 }
 
@@ -64,7 +71,10 @@ describe('SchedulingWarnings costs O(pod + nodes), and no more than its budget',
 });
 
 describe('SchedulingWarnings stays within its budget', () => {
-  const unfit = pod({ tolerations: [tolerateAll], ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['nowhere'] }] }) });
+  const unfit = pod({
+    tolerations: [tolerateAll],
+    ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['nowhere'] }] }),
+  });
 
   it(`a full pass over 5,000 nodes of 40 labels and 2 taints fits the budget of ${schedulingWarningsBudget.toLocaleString('en-US')} units`, () => {
     const [warning = ''] = schedulingWarnings(unfit, cluster(5_000, 40), gates);
@@ -81,7 +91,10 @@ describe('SchedulingWarnings stays within its budget', () => {
     // 40 units: 6 to read the zone label of the three nodes, 25 to check node-0 (3 for its taints,
     // 22 for its ten labels read twice and the name), 9 left of the 27 its reason needs.
     const [warning = ''] = schedulingWarnings(unfit, cluster(3), gates, 40);
-    assert.match(warning, /^the pod cannot be scheduled on any of the 1 known nodes checked \(checked 1 of 3 known nodes; stopped early; it may fit one of the others\): node-0: not explained: the webhook stopped early \(work limit\)$/);
+    assert.match(
+      warning,
+      /^the pod cannot be scheduled on any of the 1 known nodes checked \(checked 1 of 3 known nodes; stopped early; it may fit one of the others\): node-0: not explained: the webhook stopped early \(work limit\)$/,
+    );
   });
 
   it('the non-integer taint warning stops early too, and says so', () => {
@@ -100,27 +113,47 @@ describe('SchedulingWarnings copies no long string into a warning', () => {
     const nodes: Node[] = [{ metadata: { name: `n-${huge}`, labels: { zone: huge } }, spec: {} }];
     const [warning = ''] = schedulingWarnings(pod({ nodeSelector: { [`k-${huge}`]: huge } }), nodes, gates);
     assert.ok(warning.length < 1_000, `${warning.length} characters`);
-    assert.match(warning, /^the pod cannot be scheduled on any of the 1 known nodes: n-x{62}…\(999938 more characters\): spec\.nodeSelector requires the label k-x{62}…\(999938 more characters\)=x{64}…\(999936 more characters\); the node does not have k-x{62}…/);
+    assert.match(
+      warning,
+      /^the pod cannot be scheduled on any of the 1 known nodes: n-x{62}…\(999938 more characters\): spec\.nodeSelector requires the label k-x{62}…\(999938 more characters\)=x{64}…\(999936 more characters\); the node does not have k-x{62}…/,
+    );
   });
 
   it('100,000 values are shown as the first few and a count', () => {
     const values = Array.from({ length: 100_000 }, (_, i) => `elsewhere-${i}`);
-    const [warning = ''] = schedulingWarnings(pod({ tolerations: [tolerateAll], ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values }] }) }), cluster(1), gates);
+    const [warning = ''] = schedulingWarnings(
+      pod({ tolerations: [tolerateAll], ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values }] }) }),
+      cluster(1),
+      gates,
+    );
     assert.match(warning, /\(zone In \[elsewhere-0, elsewhere-1, .*, …\(99\d\d\d more values\)\]\): the node has zone=zone-0$/);
   });
 
   it('thousands of failing terms: the first few are named, the rest counted', () => {
-    const terms = Array.from({ length: 5_000 }, (_, i) => ({ matchExpressions: [{ key: 'zone', operator: 'In', values: [`elsewhere-${i}`] }] }));
+    const terms = Array.from({ length: 5_000 }, (_, i) => ({
+      matchExpressions: [{ key: 'zone', operator: 'In', values: [`elsewhere-${i}`] }],
+    }));
     const [warning = ''] = schedulingWarnings(pod({ tolerations: [tolerateAll], ...required(...terms) }), cluster(1), gates);
-    assert.match(warning, /^the pod cannot be scheduled on any of the 1 known nodes: node-0: required node affinity matches none of its 5000 terms \(ORed\): nodeSelectorTerms\[0\]\.matchExpressions\[0\] \(zone In \[elsewhere-0\]\): the node has zone=zone-0; .*; …\(\d+ more terms\)$/);
+    assert.match(
+      warning,
+      /^the pod cannot be scheduled on any of the 1 known nodes: node-0: required node affinity matches none of its 5000 terms \(ORed\): nodeSelectorTerms\[0\]\.matchExpressions\[0\] \(zone In \[elsewhere-0\]\): the node has zone=zone-0; .*; …\(\d+ more terms\)$/,
+    );
     assert.ok(warning.length < 1_000);
   });
 
   it('20,000 Gt tolerations on a key tainted with a word: three warnings and a count, not 20,000', () => {
-    const tolerations = Array.from({ length: 20_000 }, (_, i): Toleration => ({ key: 'example.com/gen', operator: 'Gt', value: String(i), effect: 'NoSchedule' }));
+    const tolerations = Array.from({ length: 20_000 }, (_, i): Toleration => ({
+      key: 'example.com/gen',
+      operator: 'Gt',
+      value: String(i),
+      effect: 'NoSchedule',
+    }));
     const warnings = schedulingWarnings(pod({ tolerations: [...tolerations, tolerateAll] }), cluster(2), gates);
     assert.equal(warnings.length, 4);
-    assert.equal(warnings[3], 'spec.tolerations: 19997 more Gt/Lt tolerations are on keys whose taints have values that are not canonical integers on some known node; they never tolerate those taints');
+    assert.equal(
+      warnings[3],
+      'spec.tolerations: 19997 more Gt/Lt tolerations are on keys whose taints have values that are not canonical integers on some known node; they never tolerate those taints',
+    );
   });
 });
 
@@ -140,7 +173,11 @@ interface WorkerOutcome {
 }
 
 /** test/support/scheduling-warnings-worker.ts with a heap limit and a deadline from when it is loaded. */
-function runWorker(scenario: { values: number; nodes: number }, resourceLimits: { maxOldGenerationSizeMb: number }, deadlineMs: number): Promise<WorkerOutcome> {
+function runWorker(
+  scenario: { values: number; nodes: number },
+  resourceLimits: { maxOldGenerationSizeMb: number },
+  deadlineMs: number,
+): Promise<WorkerOutcome> {
   const workerUrl = new URL('../support/scheduling-warnings-worker.ts', import.meta.url);
   const bootstrap = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => { tsx.register(); return import(${JSON.stringify(workerUrl.href)}); })`;
   return new Promise((resolve, reject) => {
@@ -158,7 +195,11 @@ function runWorker(scenario: { values: number; nodes: number }, resourceLimits: 
         return;
       }
       void worker.terminate();
-      resolve({ timedOut: false, ...(message.ms === undefined ? {} : { ms: message.ms }), ...(message.warnings === undefined ? {} : { warnings: message.warnings }) });
+      resolve({
+        timedOut: false,
+        ...(message.ms === undefined ? {} : { ms: message.ms }),
+        ...(message.warnings === undefined ? {} : { warnings: message.warnings }),
+      });
     });
     // Out of heap, the worker stops with ERR_WORKER_OUT_OF_MEMORY: the test fails with it.
     worker.once('error', (error) => {

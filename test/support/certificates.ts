@@ -38,7 +38,9 @@ export async function createServingCertificate(ca: Pair, dnsNames: readonly stri
       { name: 'basicConstraints', cA: false },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true },
       { name: 'extKeyUsage', serverAuth: true },
-      ...(dnsNames.length > 0 ? [{ name: 'subjectAltName' as const, altNames: dnsNames.map((value) => ({ type: 2 as const, value })) }] : []),
+      ...(dnsNames.length > 0
+        ? [{ name: 'subjectAltName' as const, altNames: dnsNames.map((value) => ({ type: 2 as const, value })) }]
+        : []),
     ],
   });
   return { cert: leaf.cert, key: leaf.private };

@@ -47,7 +47,10 @@ export interface ReviewFixture {
     readonly tolerations?: readonly unknown[];
     readonly affinity?: unknown;
   };
-  readonly review: { request: { uid: string; object: Record<string, unknown> | null; operation: string; [key: string]: unknown }; [key: string]: unknown };
+  readonly review: {
+    request: { uid: string; object: Record<string, unknown> | null; operation: string; [key: string]: unknown };
+    [key: string]: unknown;
+  };
 }
 
 export const fixturesDir = join(import.meta.dirname, '..', 'fixtures');
@@ -58,7 +61,10 @@ export function loadReviewFixtures(): ReviewFixture[] {
   return readdirSync(dir)
     .filter((file) => file.endsWith('.json'))
     .sort()
-    .map((file) => ({ name: file.replace(/\.json$/, ''), ...(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Omit<ReviewFixture, 'name'>) }));
+    .map((file) => ({
+      name: file.replace(/\.json$/, ''),
+      ...(JSON.parse(readFileSync(join(dir, file), 'utf8')) as Omit<ReviewFixture, 'name'>),
+    }));
 }
 
 export function loadReviewFixture(name: string): ReviewFixture {

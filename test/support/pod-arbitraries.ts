@@ -58,7 +58,9 @@ const containerArbitrary = fc
     name: fc.constantFrom('app', 'sidecar', 'init'),
     resources: optional(fc.record({ requests: optional(resourceList), limits: optional(resourceList) }, { requiredKeys: [] })),
   })
-  .map(({ name, resources }) => (resources === undefined ? { name, image: `${name}:1` } : { name, image: `${name}:1`, resources: dropUndefined(resources) }));
+  .map(({ name, resources }) =>
+    resources === undefined ? { name, image: `${name}:1` } : { name, image: `${name}:1`, resources: dropUndefined(resources) },
+  );
 
 const ownerReferenceArbitrary = fc.oneof(
   fc.constant({ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'agent', uid: 'd-1', controller: true }),

@@ -28,7 +28,10 @@ export function cluster(count: number, labels = 10): Node[] {
     ...Object.fromEntries(Array.from({ length: labels - 2 }, (_, j) => [`example.com/k-${j}`, `v${(i + j) % 5}`])),
   }));
   const taints = [taint('example.com/pool', 'general'), taint('example.com/gen', 'high')];
-  return Array.from({ length: count }, (_, i) => ({ metadata: { name: `node-${i}`, labels: sets[i % sets.length] ?? {} }, spec: { taints } }));
+  return Array.from({ length: count }, (_, i) => ({
+    metadata: { name: `node-${i}`, labels: sets[i % sets.length] ?? {} },
+    spec: { taints },
+  }));
 }
 
 export const tolerateAll: Toleration = { operator: 'Exists' };
@@ -51,19 +54,29 @@ const allNodes = (count: number): RegExp => new RegExp(`cannot be scheduled on a
 
 /** The pod a cluster is measured with: tolerations, a nodeSelector and a term of 1,000 values. */
 const fixedPod = pod({
-  tolerations: [{ key: 'example.com/pool', operator: 'Exists' }, ...Array.from({ length: 100 }, (_, i): Toleration => ({ key: `example.com/t-${i}`, operator: 'Exists' })), tolerateAll],
+  tolerations: [
+    { key: 'example.com/pool', operator: 'Exists' },
+    ...Array.from({ length: 100 }, (_, i): Toleration => ({ key: `example.com/t-${i}`, operator: 'Exists' })),
+    tolerateAll,
+  ],
   nodeSelector: { rack: 'rack-3' },
   ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: 1_000 }, (_, i) => `elsewhere-${i}`) }] }),
 });
 
-const unfitPod = pod({ tolerations: [tolerateAll], ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['nowhere'] }] }) });
+const unfitPod = pod({
+  tolerations: [tolerateAll],
+  ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: ['nowhere'] }] }),
+});
 
 export const growthScenarios: readonly GrowthScenario[] = [
   {
     name: 'values in one In requirement',
     n: 1_000,
     build: (n) => ({
-      pod: pod({ tolerations: [tolerateAll], ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: n }, (_, i) => `elsewhere-${i}`) }] }) }),
+      pod: pod({
+        tolerations: [tolerateAll],
+        ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: n }, (_, i) => `elsewhere-${i}`) }] }),
+      }),
       nodes: fixedNodes,
     }),
     expect: allNodes(300),
@@ -112,7 +125,9 @@ export const growthScenarios: readonly GrowthScenario[] = [
     build: (n) => ({
       pod: pod({
         tolerations: Array.from({ length: n }, (_, i): Toleration =>
-          i % 2 === 0 ? { key: `example.com/t-${i}`, operator: 'Equal', value: 'v', effect: 'NoSchedule' } : { key: 'example.com/gen', operator: 'Gt', value: String(i), effect: 'NoSchedule' },
+          i % 2 === 0
+            ? { key: `example.com/t-${i}`, operator: 'Equal', value: 'v', effect: 'NoSchedule' }
+            : { key: 'example.com/gen', operator: 'Gt', value: String(i), effect: 'NoSchedule' },
         ),
       }),
       nodes: fixedNodes,
@@ -124,7 +139,10 @@ export const growthScenarios: readonly GrowthScenario[] = [
     name: 'values and nodes together',
     n: 1_000,
     build: (n) => ({
-      pod: pod({ tolerations: [tolerateAll], ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: n }, (_, i) => `elsewhere-${i}`) }] }) }),
+      pod: pod({
+        tolerations: [tolerateAll],
+        ...required({ matchExpressions: [{ key: 'zone', operator: 'In', values: Array.from({ length: n }, (_, i) => `elsewhere-${i}`) }] }),
+      }),
       nodes: cluster((3 * n) / 10),
     }),
     expect: allNodes(1_200),
@@ -139,6 +157,7 @@ export const growthScenarios: readonly GrowthScenario[] = [
     name: 'nodes of 30 labels past the budget',
     n: 15_000,
     build: (n) => ({ pod: unfitPod, nodes: cluster(n, 30) }),
-    expect: /^the pod cannot be scheduled on any of the (\d+) known nodes checked \(checked \1 of 60000 known nodes; stopped early; it may fit one of the others\): node-0: /,
+    expect:
+      /^the pod cannot be scheduled on any of the (\d+) known nodes checked \(checked \1 of 60000 known nodes; stopped early; it may fit one of the others\): node-0: /,
   },
 ];

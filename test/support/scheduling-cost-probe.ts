@@ -50,5 +50,7 @@ for (const scenario of growthScenarios) {
     smallMs.push(cpuMs(runSmall));
     largeMs.push(cpuMs(runLarge));
   }
-  process.stdout.write(`${JSON.stringify({ name: scenario.name, smallMs: Math.min(...smallMs), largeMs: Math.min(...largeMs), answer })}\n`);
+  process.stdout.write(
+    `${JSON.stringify({ name: scenario.name, smallMs: Math.min(...smallMs), largeMs: Math.min(...largeMs), answer })}\n`,
+  );
 }

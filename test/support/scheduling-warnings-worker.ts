@@ -25,7 +25,13 @@ function run({ values, nodes }: ValuesScenario): { ms: number; warnings: string[
       affinity: {
         nodeAffinity: {
           requiredDuringSchedulingIgnoredDuringExecution: {
-            nodeSelectorTerms: [{ matchExpressions: [{ key: 'topology.kubernetes.io/zone', operator: 'In', values: Array.from({ length: values }, (_, i) => `zone-${i}`) }] }],
+            nodeSelectorTerms: [
+              {
+                matchExpressions: [
+                  { key: 'topology.kubernetes.io/zone', operator: 'In', values: Array.from({ length: values }, (_, i) => `zone-${i}`) },
+                ],
+              },
+            ],
           },
         },
       },

@@ -39,7 +39,10 @@ async function run({ scenario, n }: StallScenario): Promise<number> {
     return performance.now() - started;
   }
   const review = loadReviewFixture('burstable-create-defaults-present').review;
-  (review.request.object as { spec: { tolerations: unknown[] } }).spec.tolerations = Array.from({ length: n }, (_, i) => ({ key: `example.com/k${i}`, operator: 'Exists' }));
+  (review.request.object as { spec: { tolerations: unknown[] } }).spec.tolerations = Array.from({ length: n }, (_, i) => ({
+    key: `example.com/k${i}`,
+    operator: 'Exists',
+  }));
   const text = JSON.stringify(review);
   const pipeline = pipelineFromArgs([]);
   const started = performance.now();

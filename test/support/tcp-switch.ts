@@ -56,9 +56,11 @@ export class TcpSwitch {
     for (const socket of this.sockets) socket.destroy();
     this.sockets.clear();
     if (server !== undefined) {
-      await new Promise<void>((resolve) => server.close(() => {
-        resolve();
-      }));
+      await new Promise<void>((resolve) =>
+        server.close(() => {
+          resolve();
+        }),
+      );
     }
   }
 

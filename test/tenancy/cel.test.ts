@@ -4,7 +4,10 @@ import { ExpressionEvaluationError, compileExpression, positionOf, toCelValue, t
 import type { ExpressionResultType } from '../../src/tenancy/cel.js';
 
 const variables = toCelVariables({
-  object: { metadata: { name: 'app', labels: { tier: 'web' } }, spec: { replicas: 3, ratio: 0.5, containers: [{ name: 'a' }, { name: 'b' }] } },
+  object: {
+    metadata: { name: 'app', labels: { tier: 'web' } },
+    spec: { replicas: 3, ratio: 0.5, containers: [{ name: 'a' }, { name: 'b' }] },
+  },
   oldObject: undefined,
   namespaceObject: { metadata: { name: 'team-a-dev', labels: { dedicated: 'gpu' } } },
   request: { operation: 'CREATE' },
@@ -12,14 +15,38 @@ const variables = toCelVariables({
 
 describe('compileExpression and evaluate', () => {
   const rows: { name: string; given: { source: string; type: ExpressionResultType }; want: unknown }[] = [
-    { name: 'optional field access with orValue reads a present label', given: { source: "namespaceObject.metadata.?labels['dedicated'].orValue('')", type: 'string' }, want: 'gpu' },
-    { name: 'optional field access with orValue falls back for an absent label', given: { source: "object.metadata.?labels['dedicated'].orValue('')", type: 'string' }, want: '' },
-    { name: 'a JSON integer is a CEL int, so int arithmetic works on it', given: { source: 'object.spec.replicas + 1 == 4', type: 'bool' }, want: true },
+    {
+      name: 'optional field access with orValue reads a present label',
+      given: { source: "namespaceObject.metadata.?labels['dedicated'].orValue('')", type: 'string' },
+      want: 'gpu',
+    },
+    {
+      name: 'optional field access with orValue falls back for an absent label',
+      given: { source: "object.metadata.?labels['dedicated'].orValue('')", type: 'string' },
+      want: '',
+    },
+    {
+      name: 'a JSON integer is a CEL int, so int arithmetic works on it',
+      given: { source: 'object.spec.replicas + 1 == 4', type: 'bool' },
+      want: true,
+    },
     { name: 'a JSON fraction stays a CEL double', given: { source: 'object.spec.ratio == 0.5', type: 'bool' }, want: true },
     { name: 'oldObject is null on CREATE', given: { source: 'oldObject == null', type: 'bool' }, want: true },
-    { name: 'string functions of Kubernetes CEL are available', given: { source: "namespaceObject.metadata.name.split('-')[1]", type: 'string' }, want: 'a' },
-    { name: 'a single comprehension is allowed', given: { source: "object.spec.containers.exists(c, c.name == 'b')", type: 'bool' }, want: true },
-    { name: 'chained comprehensions do not count as nested', given: { source: "object.spec.containers.map(c, c.name).filter(n, n != '').all(n, n != 'x')", type: 'bool' }, want: true },
+    {
+      name: 'string functions of Kubernetes CEL are available',
+      given: { source: "namespaceObject.metadata.name.split('-')[1]", type: 'string' },
+      want: 'a',
+    },
+    {
+      name: 'a single comprehension is allowed',
+      given: { source: "object.spec.containers.exists(c, c.name == 'b')", type: 'bool' },
+      want: true,
+    },
+    {
+      name: 'chained comprehensions do not count as nested',
+      given: { source: "object.spec.containers.map(c, c.name).filter(n, n != '').all(n, n != 'x')", type: 'bool' },
+      want: true,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -31,14 +58,46 @@ describe('compileExpression and evaluate', () => {
 });
 
 describe('compile errors carry the position inside the expression', () => {
-  const rows: { name: string; given: { source: string; type: ExpressionResultType }; want: { message: RegExp; line: number; column: number } }[] = [
-    { name: 'a syntax error points at the unexpected end', given: { source: "namespaceObject.metadata.name + ", type: 'string' }, want: { message: /Unexpected token/, line: 1, column: 33 } },
-    { name: 'a syntax error on the second line gives line 2', given: { source: "namespaceObject.metadata.name ==\n  'a' &&", type: 'bool' }, want: { message: /Unexpected token/, line: 2, column: 9 } },
-    { name: 'an undeclared variable is a type error at its position', given: { source: "'x' + ns.metadata.name", type: 'string' }, want: { message: /Unknown variable: ns/, line: 1, column: 7 } },
-    { name: 'an operator without an overload is a type error', given: { source: "1 + 'a'", type: 'string' }, want: { message: /no such overload/, line: 1, column: 1 } },
-    { name: 'a bool where a string is wanted is rejected at compile time', given: { source: "namespaceObject.metadata.name == 'a'", type: 'string' }, want: { message: /must evaluate to string, but its type is bool/, line: 1, column: 1 } },
-    { name: 'a string where a bool is wanted is rejected at compile time', given: { source: "'true'", type: 'bool' }, want: { message: /must evaluate to bool, but its type is string/, line: 1, column: 1 } },
-    { name: 'an optional left without orValue is rejected at compile time', given: { source: "namespaceObject.metadata.?labels['a']", type: 'string' }, want: { message: /its type is optional/, line: 1, column: 1 } },
+  const rows: {
+    name: string;
+    given: { source: string; type: ExpressionResultType };
+    want: { message: RegExp; line: number; column: number };
+  }[] = [
+    {
+      name: 'a syntax error points at the unexpected end',
+      given: { source: 'namespaceObject.metadata.name + ', type: 'string' },
+      want: { message: /Unexpected token/, line: 1, column: 33 },
+    },
+    {
+      name: 'a syntax error on the second line gives line 2',
+      given: { source: "namespaceObject.metadata.name ==\n  'a' &&", type: 'bool' },
+      want: { message: /Unexpected token/, line: 2, column: 9 },
+    },
+    {
+      name: 'an undeclared variable is a type error at its position',
+      given: { source: "'x' + ns.metadata.name", type: 'string' },
+      want: { message: /Unknown variable: ns/, line: 1, column: 7 },
+    },
+    {
+      name: 'an operator without an overload is a type error',
+      given: { source: "1 + 'a'", type: 'string' },
+      want: { message: /no such overload/, line: 1, column: 1 },
+    },
+    {
+      name: 'a bool where a string is wanted is rejected at compile time',
+      given: { source: "namespaceObject.metadata.name == 'a'", type: 'string' },
+      want: { message: /must evaluate to string, but its type is bool/, line: 1, column: 1 },
+    },
+    {
+      name: 'a string where a bool is wanted is rejected at compile time',
+      given: { source: "'true'", type: 'bool' },
+      want: { message: /must evaluate to bool, but its type is string/, line: 1, column: 1 },
+    },
+    {
+      name: 'an optional left without orValue is rejected at compile time',
+      given: { source: "namespaceObject.metadata.?labels['a']", type: 'string' },
+      want: { message: /its type is optional/, line: 1, column: 1 },
+    },
     {
       name: 'comprehensions nested two deep are rejected to keep the cost linear in the request',
       given: { source: 'object.a.all(x, object.b.all(y, x == y))', type: 'bool' },
@@ -64,15 +123,30 @@ describe('compile errors carry the position inside the expression', () => {
 
 describe('evaluation failures are "could not decide"', () => {
   const rows: { name: string; given: { source: string; type: ExpressionResultType }; want: RegExp }[] = [
-    { name: 'a dyn result of the wrong type throws', given: { source: 'object.spec.replicas', type: 'string' }, want: /must evaluate to string, got int 3/ },
-    { name: 'a missing key without ? throws', given: { source: "namespaceObject.metadata.annotations['a']", type: 'string' }, want: /No such key: annotations/ },
-    { name: 'a failing conversion throws', given: { source: 'int(namespaceObject.metadata.name) > 0', type: 'bool' }, want: /cannot convert to int \(line 1, column 1\)/ },
+    {
+      name: 'a dyn result of the wrong type throws',
+      given: { source: 'object.spec.replicas', type: 'string' },
+      want: /must evaluate to string, got int 3/,
+    },
+    {
+      name: 'a missing key without ? throws',
+      given: { source: "namespaceObject.metadata.annotations['a']", type: 'string' },
+      want: /No such key: annotations/,
+    },
+    {
+      name: 'a failing conversion throws',
+      given: { source: 'int(namespaceObject.metadata.name) > 0', type: 'bool' },
+      want: /cannot convert to int \(line 1, column 1\)/,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const compiled = compileExpression(row.given.source, row.given.type);
       assert.equal(compiled.error, undefined);
-      assert.throws(() => compiled.expression.evaluate(variables), (error: unknown) => error instanceof ExpressionEvaluationError && row.want.test(error.message));
+      assert.throws(
+        () => compiled.expression.evaluate(variables),
+        (error: unknown) => error instanceof ExpressionEvaluationError && row.want.test(error.message),
+      );
     });
   }
 });
@@ -115,7 +189,10 @@ describe('variables are converted as far as an expression reads them', () => {
     const compiled = compileExpression("object.metadata.?labels['team'].orValue('') + string(size(object.spec.containers))", 'string');
     assert.ok(compiled.expression !== undefined);
     const object = { metadata: { labels: { team: 'a' } }, spec: { containers: [{ name: 'x' }, { name: 'y' }] } };
-    assert.equal(compiled.expression.evaluate(toCelVariables({ object, oldObject: undefined, namespaceObject: undefined, request: {} })), 'a2');
+    assert.equal(
+      compiled.expression.evaluate(toCelVariables({ object, oldObject: undefined, namespaceObject: undefined, request: {} })),
+      'a2',
+    );
   });
 
   it('a key named __proto__ stays a plain key of the converted map', () => {

@@ -1,7 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Toleration } from '../../src/api/types.js';
-import { foreignGroupsTolerated, missingNodeProblem, nodeGroups, nodeNameProblem, toleratesOwnGroup } from '../../src/tenancy/group-reach.js';
+import {
+  foreignGroupsTolerated,
+  missingNodeProblem,
+  nodeGroups,
+  nodeNameProblem,
+  toleratesOwnGroup,
+} from '../../src/tenancy/group-reach.js';
 import { compilePolicy, node } from './tenancy-fixtures.js';
 
 // The policy of these tests: taint dedicated=<group>:NoSchedule, node label `dedicated`.
@@ -13,7 +19,11 @@ describe('toleratesOwnGroup: ToleratesTaint for the group taint', () => {
     { name: 'the group toleration', toleration: { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' }, want: true },
     { name: 'no operator means Equal', toleration: { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }, want: true },
     { name: 'an empty effect covers every effect', toleration: { key: 'dedicated', operator: 'Equal', value: 'gpu' }, want: true },
-    { name: 'another effect does not', toleration: { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoExecute' }, want: false },
+    {
+      name: 'another effect does not',
+      toleration: { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoExecute' },
+      want: false,
+    },
     { name: 'an empty key with Exists tolerates every taint', toleration: { operator: 'Exists' }, want: true },
     { name: 'an empty key with Equal compares the value only', toleration: { operator: 'Equal', value: 'gpu' }, want: true },
     { name: 'Exists on the key', toleration: { key: 'dedicated', operator: 'Exists' }, want: true },
@@ -36,13 +46,33 @@ describe('toleratesOwnGroup: ToleratesTaint for the group taint', () => {
 
 describe('foreignGroupsTolerated', () => {
   const rows: { name: string; toleration: Toleration; ownGroup?: string; gate?: boolean; want: string | undefined }[] = [
-    { name: 'the own group is not foreign', toleration: { key: 'dedicated', operator: 'Equal', value: 'gpu' }, ownGroup: 'gpu', want: undefined },
-    { name: 'another group is', toleration: { key: 'dedicated', operator: 'Equal', value: 'web' }, ownGroup: 'gpu', want: 'the dedicated taint of group "web"' },
+    {
+      name: 'the own group is not foreign',
+      toleration: { key: 'dedicated', operator: 'Equal', value: 'gpu' },
+      ownGroup: 'gpu',
+      want: undefined,
+    },
+    {
+      name: 'another group is',
+      toleration: { key: 'dedicated', operator: 'Equal', value: 'web' },
+      ownGroup: 'gpu',
+      want: 'the dedicated taint of group "web"',
+    },
     { name: 'an empty value names no group', toleration: { key: 'dedicated', operator: 'Equal' }, want: undefined },
-    { name: 'Exists reaches every group', toleration: { key: 'dedicated', operator: 'Exists' }, ownGroup: 'gpu', want: 'the dedicated taint of every group' },
+    {
+      name: 'Exists reaches every group',
+      toleration: { key: 'dedicated', operator: 'Exists' },
+      ownGroup: 'gpu',
+      want: 'the dedicated taint of every group',
+    },
     { name: 'an empty key reaches every key', toleration: { operator: 'Exists' }, want: 'the dedicated taint of every group' },
     { name: 'another effect reaches nothing', toleration: { key: 'dedicated', operator: 'Exists', effect: 'NoExecute' }, want: undefined },
-    { name: 'Gt with the gate on reaches a range of groups', toleration: { key: 'dedicated', operator: 'Gt', value: '5' }, gate: true, want: 'the dedicated taints of a numeric range of groups' },
+    {
+      name: 'Gt with the gate on reaches a range of groups',
+      toleration: { key: 'dedicated', operator: 'Gt', value: '5' },
+      gate: true,
+      want: 'the dedicated taints of a numeric range of groups',
+    },
     { name: 'Gt with the gate off reaches nothing', toleration: { key: 'dedicated', operator: 'Gt', value: '5' }, want: undefined },
     { name: 'an unknown operator reaches nothing', toleration: { key: 'dedicated', operator: 'exists' }, want: undefined },
   ];
@@ -55,7 +85,10 @@ describe('foreignGroupsTolerated', () => {
 
 describe('nodeGroups, nodeNameProblem, missingNodeProblem', () => {
   const gpuNode = node('gpu-1', { dedicated: 'gpu' }, [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }]);
-  const taintedOnly = node('tainted-1', {}, [{ key: 'dedicated', value: 'team-c', effect: 'NoSchedule' }, { key: 'dedicated', value: 'x', effect: 'NoExecute' }]);
+  const taintedOnly = node('tainted-1', {}, [
+    { key: 'dedicated', value: 'team-c', effect: 'NoSchedule' },
+    { key: 'dedicated', value: 'x', effect: 'NoExecute' },
+  ]);
   const plain = node('plain-1');
 
   it('a node belongs to its label and to the group of its dedicated taint, of the policy effect only', () => {
@@ -68,7 +101,10 @@ describe('nodeGroups, nodeNameProblem, missingNodeProblem', () => {
     assert.equal(nodeNameProblem(gpuNode, policy, '', false, 'spec')?.foreign, true);
     assert.equal(nodeNameProblem(taintedOnly, policy, 'gpu', true, 'spec')?.foreign, true);
     assert.equal(nodeNameProblem(gpuNode, policy, 'gpu', true, 'spec'), undefined);
-    assert.match(nodeNameProblem(plain, policy, 'gpu', true, 'spec')?.message ?? '', /^spec\.nodeName "plain-1" is not a node of group "gpu"/);
+    assert.match(
+      nodeNameProblem(plain, policy, 'gpu', true, 'spec')?.message ?? '',
+      /^spec\.nodeName "plain-1" is not a node of group "gpu"/,
+    );
     assert.equal(nodeNameProblem(plain, policy, '', false, 'spec'), undefined);
   });
 

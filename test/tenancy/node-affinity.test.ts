@@ -81,7 +81,9 @@ describe('requireGroupInEveryTerm', () => {
         podAffinity,
         nodeAffinity: {
           preferredDuringSchedulingIgnoredDuringExecution: preferred,
-          requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [held, { matchExpressions: [{ key: 'zone', operator: 'Exists' }] }] },
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [held, { matchExpressions: [{ key: 'zone', operator: 'Exists' }] }],
+          },
         },
       },
     };
@@ -140,7 +142,10 @@ describe('groupContradictions', () => {
   ];
   for (const row of rows) {
     it(row.name, () => {
-      assert.deepEqual(groupContradictions(row.given, 'dedicated', 'gpu', 'spec').map(({ field }) => field), row.want);
+      assert.deepEqual(
+        groupContradictions(row.given, 'dedicated', 'gpu', 'spec').map(({ field }) => field),
+        row.want,
+      );
     });
   }
 

@@ -53,7 +53,10 @@ describe('loadPolicyDirectory', () => {
     {
       name: 'reports a duplicate policy name across files and keeps the first by file name',
       given: { 'a.yaml': policyYaml('same'), 'b.yaml': policyYaml('same') },
-      want: { policies: ['same'], errors: [/b\.yaml: TenancyPolicy "same": metadata\.name: duplicate policy name: already defined in .*a\.yaml$/] },
+      want: {
+        policies: ['same'],
+        errors: [/b\.yaml: TenancyPolicy "same": metadata\.name: duplicate policy name: already defined in .*a\.yaml$/],
+      },
     },
     {
       name: 'reports a YAML syntax error with its file and line, and loads the other files',
@@ -62,8 +65,11 @@ describe('loadPolicyDirectory', () => {
     },
     {
       name: 'reports a CEL error with file, field and position',
-      given: { 'cel.yaml': stringify(policyDocument('cel', { ...labelPolicySpec(), group: "namespaceObject.metadata.name +" })) },
-      want: { policies: [], errors: [/cel\.yaml:\d+: TenancyPolicy "cel": spec\.group: line 1, column 32 of the expression: Unexpected token: EOF/] },
+      given: { 'cel.yaml': stringify(policyDocument('cel', { ...labelPolicySpec(), group: 'namespaceObject.metadata.name +' })) },
+      want: {
+        policies: [],
+        errors: [/cel\.yaml:\d+: TenancyPolicy "cel": spec\.group: line 1, column 32 of the expression: Unexpected token: EOF/],
+      },
     },
   ];
   for (const row of rows) {
@@ -73,7 +79,10 @@ describe('loadPolicyDirectory', () => {
         writeFileSync(join(dir, file), text);
       }
       const loaded = loadPolicyDirectory(dir);
-      assert.deepEqual(loaded.set.policies.map(({ name }) => name), row.want.policies);
+      assert.deepEqual(
+        loaded.set.policies.map(({ name }) => name),
+        row.want.policies,
+      );
       const messages = loaded.errors.map(formatPolicyLoadError);
       assert.equal(messages.length, row.want.errors.length, messages.join('\n'));
       row.want.errors.forEach((pattern, index) => {
@@ -105,20 +114,30 @@ describe('watchPolicyDirectory', () => {
     writeFileSync(join(dir, 'p.yaml'), policyYaml('first'));
     const loads: PolicySet[] = [];
     const failures: (readonly PolicyLoadError[])[] = [];
-    const watcher = watchPolicyDirectory(dir, { onLoad: (set) => loads.push(set), onError: (errors) => failures.push(errors), debounceMs: 20 });
+    const watcher = watchPolicyDirectory(dir, {
+      onLoad: (set) => loads.push(set),
+      onError: (errors) => failures.push(errors),
+      debounceMs: 20,
+    });
     try {
       writeFileSync(join(dir, 'p.yaml'), policyYaml('second'));
       await waitFor(() => loads.length === 1, 'the reload of a good change');
-      assert.deepEqual(loads[0]?.policies.map(({ name }) => name), ['second']);
+      assert.deepEqual(
+        loads[0]?.policies.map(({ name }) => name),
+        ['second'],
+      );
 
-      writeFileSync(join(dir, 'p.yaml'), stringify(policyDocument('third', { ...labelPolicySpec(), group: "namespaceObject.(" })));
+      writeFileSync(join(dir, 'p.yaml'), stringify(policyDocument('third', { ...labelPolicySpec(), group: 'namespaceObject.(' })));
       await waitFor(() => failures.length === 1, 'the report of a broken change');
       assert.equal(loads.length, 1, 'a broken reload never calls onLoad');
       assert.match(failures[0]?.[0]?.field ?? '', /^spec\.group$/);
 
       writeFileSync(join(dir, 'p.yaml'), policyYaml('fourth'));
       await waitFor(() => loads.length === 2, 'the reload after the fix');
-      assert.deepEqual(loads[1]?.policies.map(({ name }) => name), ['fourth']);
+      assert.deepEqual(
+        loads[1]?.policies.map(({ name }) => name),
+        ['fourth'],
+      );
     } finally {
       watcher.close();
     }
@@ -130,7 +149,10 @@ describe('watchPolicyDirectory', () => {
     writeFileSync(join(dir, '..2025_01_01_00_00_00.1', 'p.yaml'), policyYaml('before'));
     symlinkSync('..2025_01_01_00_00_00.1', join(dir, '..data'));
     symlinkSync(join('..data', 'p.yaml'), join(dir, 'p.yaml'));
-    assert.deepEqual(loadPolicyDirectory(dir).set.policies.map(({ name }) => name), ['before']);
+    assert.deepEqual(
+      loadPolicyDirectory(dir).set.policies.map(({ name }) => name),
+      ['before'],
+    );
 
     const loads: PolicySet[] = [];
     const watcher = watchPolicyDirectory(dir, { onLoad: (set) => loads.push(set), onError: () => undefined, debounceMs: 20 });

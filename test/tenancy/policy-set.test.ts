@@ -1,7 +1,13 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Namespace } from '../../src/api/types.js';
-import { PolicyEvaluationError, conflictMessage, createPolicyEvaluator, createPolicySet, resolveNamespaceGroups } from '../../src/tenancy/policy-set.js';
+import {
+  PolicyEvaluationError,
+  conflictMessage,
+  createPolicyEvaluator,
+  createPolicySet,
+  resolveNamespaceGroups,
+} from '../../src/tenancy/policy-set.js';
 import { compilePolicy, labelPolicySpec, namespace, pod } from './tenancy-fixtures.js';
 
 const byLabel = compilePolicy('by-label');
@@ -11,7 +17,11 @@ const byPrefix = compilePolicy('by-prefix', {
   taint: { key: 'tenant', effect: 'NoSchedule' },
   nodeLabel: 'tenant',
 });
-const alsoByLabel = compilePolicy('also-by-label', { ...labelPolicySpec(), taint: { key: 'other', effect: 'NoExecute' }, nodeLabel: 'other' });
+const alsoByLabel = compilePolicy('also-by-label', {
+  ...labelPolicySpec(),
+  taint: { key: 'other', effect: 'NoExecute' },
+  nodeLabel: 'other',
+});
 
 function evaluatorFor(ns: Namespace | undefined): ReturnType<typeof createPolicyEvaluator> {
   return createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ns, request: { operation: 'CREATE' } });
@@ -19,16 +29,31 @@ function evaluatorFor(ns: Namespace | undefined): ReturnType<typeof createPolicy
 
 describe('resolveNamespaceGroups', () => {
   const rows: { name: string; given: Namespace | undefined; want: { conflict: string[] | undefined; groups: string[] | undefined } }[] = [
-    { name: 'a namespace in one policy group and none of the other is no conflict', given: namespace('ml', { dedicated: 'gpu' }), want: { conflict: undefined, groups: ['gpu', '', 'gpu'] } },
-    { name: 'a namespace with no group anywhere is no conflict', given: namespace('web'), want: { conflict: undefined, groups: ['', '', ''] } },
-    { name: 'two policies giving different groups are a conflict naming both', given: namespace('team-a-dev', { dedicated: 'gpu' }), want: { conflict: ['by-label=gpu', 'by-prefix=team-a', 'also-by-label=gpu'], groups: undefined } },
+    {
+      name: 'a namespace in one policy group and none of the other is no conflict',
+      given: namespace('ml', { dedicated: 'gpu' }),
+      want: { conflict: undefined, groups: ['gpu', '', 'gpu'] },
+    },
+    {
+      name: 'a namespace with no group anywhere is no conflict',
+      given: namespace('web'),
+      want: { conflict: undefined, groups: ['', '', ''] },
+    },
+    {
+      name: 'two policies giving different groups are a conflict naming both',
+      given: namespace('team-a-dev', { dedicated: 'gpu' }),
+      want: { conflict: ['by-label=gpu', 'by-prefix=team-a', 'also-by-label=gpu'], groups: undefined },
+    },
     { name: 'an unknown namespace has no group under any policy', given: undefined, want: { conflict: undefined, groups: ['', '', ''] } },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const got = resolveNamespaceGroups({ policies: [byLabel, byPrefix, alsoByLabel] }, evaluatorFor(row.given));
       assert.deepEqual(
-        { conflict: got.conflict?.map(({ policy, group }) => `${policy.name}=${group}`), groups: got.memberships?.map(({ group }) => group) },
+        {
+          conflict: got.conflict?.map(({ policy, group }) => `${policy.name}=${group}`),
+          groups: got.memberships?.map(({ group }) => group),
+        },
         row.want,
       );
     });
@@ -48,13 +73,19 @@ describe('createPolicyEvaluator', () => {
     const failing = compilePolicy('failing', { ...labelPolicySpec(), group: "namespaceObject.metadata.labels['dedicated']" });
     assert.throws(
       () => evaluatorFor(namespace('web')).group(failing),
-      (error: unknown) => error instanceof PolicyEvaluationError && /^could not decide: policy "failing" \(failing\.yaml\) spec\.group: No such key: dedicated/.test(error.message),
+      (error: unknown) =>
+        error instanceof PolicyEvaluationError &&
+        /^could not decide: policy "failing" \(failing\.yaml\) spec\.group: No such key: dedicated/.test(error.message),
     );
   });
 
   it('throws when the group cannot be a label value', () => {
     const spaced = compilePolicy('spaced', { ...labelPolicySpec(), group: "'has space'" });
-    assert.throws(() => evaluatorFor(namespace('web')).group(spaced), (error: unknown) => error instanceof PolicyEvaluationError && /gave "has space", which cannot be a label or toleration value/.test(error.message));
+    assert.throws(
+      () => evaluatorFor(namespace('web')).group(spaced),
+      (error: unknown) =>
+        error instanceof PolicyEvaluationError && /gave "has space", which cannot be a label or toleration value/.test(error.message),
+    );
   });
 
   it('does not evaluate infrastructure without a namespace object, so it cannot fail', () => {
@@ -92,7 +123,10 @@ describe('groups shared across requests for the same Namespace object', () => {
     (ml.metadata.labels as Record<string, string>).dedicated = 'tpu';
     const second = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
     assert.equal(second.group(byLabel), 'gpu');
-    const changed = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: namespace('ml', { dedicated: 'tpu' }), request: {} }, set.groupsByNamespace);
+    const changed = createPolicyEvaluator(
+      { object: pod(), oldObject: undefined, namespace: namespace('ml', { dedicated: 'tpu' }), request: {} },
+      set.groupsByNamespace,
+    );
     assert.equal(changed.group(byLabel), 'tpu', 'a new Namespace object is evaluated afresh');
   });
 
@@ -100,8 +134,14 @@ describe('groups shared across requests for the same Namespace object', () => {
     const byPodLabel = compilePolicy('by-pod', { ...labelPolicySpec(), group: "object.metadata.?labels['team'].orValue('')" });
     const { set } = createPolicySet([byPodLabel]);
     const ml = namespace('ml');
-    const a = createPolicyEvaluator({ object: pod({}, { labels: { team: 'a' } }), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
-    const b = createPolicyEvaluator({ object: pod({}, { labels: { team: 'b' } }), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    const a = createPolicyEvaluator(
+      { object: pod({}, { labels: { team: 'a' } }), oldObject: undefined, namespace: ml, request: {} },
+      set.groupsByNamespace,
+    );
+    const b = createPolicyEvaluator(
+      { object: pod({}, { labels: { team: 'b' } }), oldObject: undefined, namespace: ml, request: {} },
+      set.groupsByNamespace,
+    );
     assert.equal(a.group(byPodLabel), 'a');
     assert.equal(b.group(byPodLabel), 'b');
   });

@@ -16,8 +16,22 @@ describe('parseTenancyPolicy', () => {
     assert.deepEqual(loaded.errors, []);
     const policy = loaded.policies[0];
     assert.deepEqual(
-      { name: policy?.name, file: policy?.file, taint: policy?.taint, nodeLabel: policy?.nodeLabel, enforcement: policy?.enforcement, hasExempt: policy?.exempt !== undefined },
-      { name: 'p', file: 'policies/p.yaml', taint: { key: 'dedicated', effect: 'NoSchedule' }, nodeLabel: 'dedicated', enforcement: 'Deny', hasExempt: true },
+      {
+        name: policy?.name,
+        file: policy?.file,
+        taint: policy?.taint,
+        nodeLabel: policy?.nodeLabel,
+        enforcement: policy?.enforcement,
+        hasExempt: policy?.exempt !== undefined,
+      },
+      {
+        name: 'p',
+        file: 'policies/p.yaml',
+        taint: { key: 'dedicated', effect: 'NoSchedule' },
+        nodeLabel: 'dedicated',
+        enforcement: 'Deny',
+        hasExempt: true,
+      },
     );
   });
 
@@ -27,32 +41,86 @@ describe('parseTenancyPolicy', () => {
     delete spec.exempt;
     delete spec.infrastructure;
     const policy = parsePolicyFile('p.yaml', stringify(policyDocument('p', spec))).policies[0];
-    assert.deepEqual({ enforcement: policy?.enforcement, exempt: policy?.exempt, infrastructure: policy?.infrastructure }, { enforcement: 'Deny', exempt: undefined, infrastructure: undefined });
+    assert.deepEqual(
+      { enforcement: policy?.enforcement, exempt: policy?.exempt, infrastructure: policy?.infrastructure },
+      { enforcement: 'Deny', exempt: undefined, infrastructure: undefined },
+    );
   });
 
   const rows: { name: string; given: Record<string, unknown>; want: RegExp }[] = [
-    { name: 'a taint key that is not a qualified name is refused', given: { ...labelPolicySpec(), taint: { key: 'bad key', effect: 'NoSchedule' } }, want: /spec\.taint\.key: must be a qualified name: name part must consist/ },
-    { name: 'a taint effect outside the three is refused', given: { ...labelPolicySpec(), taint: { key: 'dedicated', effect: 'NoSchedul' } }, want: /spec\.taint\.effect: unsupported value "NoSchedul": supported values are NoSchedule, PreferNoSchedule, NoExecute/ },
-    { name: 'a taint value is refused because the group is the value', given: { ...labelPolicySpec(), taint: { key: 'dedicated', value: 'x', effect: 'NoSchedule' } }, want: /spec\.taint\.value: must not be set: the taint value is the group/ },
-    { name: 'a node label that is not a label key is refused', given: { ...labelPolicySpec(), nodeLabel: 'example.com/' }, want: /spec\.nodeLabel: must be a valid label key: name part must be non-empty/ },
-    { name: 'a node label with an upper-case prefix is refused', given: { ...labelPolicySpec(), nodeLabel: 'Example.com/x' }, want: /spec\.nodeLabel: must be a valid label key: prefix part/ },
-    { name: 'an enforcement other than Deny or Warn is refused', given: { ...labelPolicySpec(), enforcement: 'Audit' }, want: /spec\.enforcement: unsupported value "Audit": supported values are Deny, Warn/ },
-    { name: 'a misspelt field is refused rather than ignored', given: { ...labelPolicySpec(), exmpt: 'true' }, want: /spec\.exmpt: unknown field/ },
-    { name: 'a missing group is refused', given: { ...labelPolicySpec(), group: undefined }, want: /spec\.group: required: a CEL expression/ },
-    { name: 'a group that does not parse names the field and the position', given: { ...labelPolicySpec(), group: "namespaceObject.metadata.labels['a'" }, want: /^policies\/p\.yaml:\d+: TenancyPolicy "p": spec\.group: line 1, column 36 of the expression: / },
-    { name: 'an exempt rule of the wrong type is refused at load', given: { ...labelPolicySpec(), exempt: "object.metadata.name + 'x'" }, want: /spec\.exempt: line 1, column 1 of the expression: must evaluate to bool, but its type is string/ },
-    { name: 'an infrastructure rule using an undeclared variable is refused at load', given: { ...labelPolicySpec(), infrastructure: "params.enabled == true" }, want: /spec\.infrastructure: line 1, column 1 of the expression: Unknown variable: params/ },
+    {
+      name: 'a taint key that is not a qualified name is refused',
+      given: { ...labelPolicySpec(), taint: { key: 'bad key', effect: 'NoSchedule' } },
+      want: /spec\.taint\.key: must be a qualified name: name part must consist/,
+    },
+    {
+      name: 'a taint effect outside the three is refused',
+      given: { ...labelPolicySpec(), taint: { key: 'dedicated', effect: 'NoSchedul' } },
+      want: /spec\.taint\.effect: unsupported value "NoSchedul": supported values are NoSchedule, PreferNoSchedule, NoExecute/,
+    },
+    {
+      name: 'a taint value is refused because the group is the value',
+      given: { ...labelPolicySpec(), taint: { key: 'dedicated', value: 'x', effect: 'NoSchedule' } },
+      want: /spec\.taint\.value: must not be set: the taint value is the group/,
+    },
+    {
+      name: 'a node label that is not a label key is refused',
+      given: { ...labelPolicySpec(), nodeLabel: 'example.com/' },
+      want: /spec\.nodeLabel: must be a valid label key: name part must be non-empty/,
+    },
+    {
+      name: 'a node label with an upper-case prefix is refused',
+      given: { ...labelPolicySpec(), nodeLabel: 'Example.com/x' },
+      want: /spec\.nodeLabel: must be a valid label key: prefix part/,
+    },
+    {
+      name: 'an enforcement other than Deny or Warn is refused',
+      given: { ...labelPolicySpec(), enforcement: 'Audit' },
+      want: /spec\.enforcement: unsupported value "Audit": supported values are Deny, Warn/,
+    },
+    {
+      name: 'a misspelt field is refused rather than ignored',
+      given: { ...labelPolicySpec(), exmpt: 'true' },
+      want: /spec\.exmpt: unknown field/,
+    },
+    {
+      name: 'a missing group is refused',
+      given: { ...labelPolicySpec(), group: undefined },
+      want: /spec\.group: required: a CEL expression/,
+    },
+    {
+      name: 'a group that does not parse names the field and the position',
+      given: { ...labelPolicySpec(), group: "namespaceObject.metadata.labels['a'" },
+      want: /^policies\/p\.yaml:\d+: TenancyPolicy "p": spec\.group: line 1, column 36 of the expression: /,
+    },
+    {
+      name: 'an exempt rule of the wrong type is refused at load',
+      given: { ...labelPolicySpec(), exempt: "object.metadata.name + 'x'" },
+      want: /spec\.exempt: line 1, column 1 of the expression: must evaluate to bool, but its type is string/,
+    },
+    {
+      name: 'an infrastructure rule using an undeclared variable is refused at load',
+      given: { ...labelPolicySpec(), infrastructure: 'params.enabled == true' },
+      want: /spec\.infrastructure: line 1, column 1 of the expression: Unknown variable: params/,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const errors = loadErrors(row.given);
-      assert.ok(errors.some((error) => row.want.test(error)), errors.join('\n'));
+      assert.ok(
+        errors.some((error) => row.want.test(error)),
+        errors.join('\n'),
+      );
     });
   }
 
   it('reports every problem of a document, not only the first', () => {
     const errors = loadErrors({ ...labelPolicySpec(), nodeLabel: 'a b', enforcement: 'x', taint: { key: 'k', effect: 'y' } });
-    assert.deepEqual(errors.map((error) => /: (spec\.[a-zA-Z.]+):/.exec(error)?.[1]).sort(), ['spec.enforcement', 'spec.nodeLabel', 'spec.taint.effect']);
+    assert.deepEqual(errors.map((error) => /: (spec\.[a-zA-Z.]+):/.exec(error)?.[1]).sort(), [
+      'spec.enforcement',
+      'spec.nodeLabel',
+      'spec.taint.effect',
+    ]);
   });
 
   it('refuses another apiVersion and a missing name', () => {
@@ -84,26 +152,96 @@ describe('parseTenancyPolicy', () => {
 describe('the shipped example policies', () => {
   const label = examplePolicy('dedicated-by-namespace-label.yaml');
   const prefix = examplePolicy('dedicated-by-namespace-prefix.yaml');
-  const rows: { name: string; given: { file: 'label' | 'prefix'; namespace: ReturnType<typeof namespace>; pod?: ReturnType<typeof pod>; groups?: string[] }; want: { group: string; exempt: boolean; infrastructure: boolean } }[] = [
-    { name: 'the label policy puts a namespace labelled dedicated=gpu in group gpu', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }) }, want: { group: 'gpu', exempt: false, infrastructure: false } },
-    { name: 'the label policy leaves an unlabelled namespace without a group', given: { file: 'label', namespace: namespace('web') }, want: { group: '', exempt: false, infrastructure: false } },
-    { name: 'the label policy exempts the pods of a namespace labelled tolerator.dev/exempt=true', given: { file: 'label', namespace: namespace('ml-platform', { dedicated: 'gpu', 'tolerator.dev/exempt': 'true' }) }, want: { group: 'gpu', exempt: true, infrastructure: false } },
-    { name: 'the label policy does not exempt a pod labelled tolerator.dev/exempt=true: a tenant cannot exempt itself', given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }), pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }) }, want: { group: 'gpu', exempt: false, infrastructure: false } },
-    { name: 'the label policy recognises an infrastructure namespace by its label', given: { file: 'label', namespace: namespace('logging', { 'tolerator.dev/node-infrastructure': 'true' }) }, want: { group: '', exempt: false, infrastructure: true } },
-    { name: 'the prefix policy puts team-a-dev in group team-a', given: { file: 'prefix', namespace: namespace('team-a-dev') }, want: { group: 'team-a', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy puts team-a itself in group team-a', given: { file: 'prefix', namespace: namespace('team-a') }, want: { group: 'team-a', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy puts team-b-prod-eu in group team-b', given: { file: 'prefix', namespace: namespace('team-b-prod-eu') }, want: { group: 'team-b', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy leaves teams-a without a group', given: { file: 'prefix', namespace: namespace('teams-a') }, want: { group: '', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy leaves team--x without a group', given: { file: 'prefix', namespace: namespace('team--x') }, want: { group: '', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy exempts a pod a member of platform-admins requests', given: { file: 'prefix', namespace: namespace('team-a'), groups: ['platform-admins', 'system:authenticated'] }, want: { group: 'team-a', exempt: true, infrastructure: false } },
-    { name: 'the prefix policy does not exempt a pod annotated tolerator.dev/exempt=true: a tenant cannot exempt itself', given: { file: 'prefix', namespace: namespace('team-a'), pod: pod({}, { annotations: { 'tolerator.dev/exempt': 'true' } }), groups: ['system:authenticated'] }, want: { group: 'team-a', exempt: false, infrastructure: false } },
-    { name: 'the prefix policy treats kube-system as infrastructure', given: { file: 'prefix', namespace: namespace('kube-system') }, want: { group: '', exempt: false, infrastructure: true } },
+  const rows: {
+    name: string;
+    given: { file: 'label' | 'prefix'; namespace: ReturnType<typeof namespace>; pod?: ReturnType<typeof pod>; groups?: string[] };
+    want: { group: string; exempt: boolean; infrastructure: boolean };
+  }[] = [
+    {
+      name: 'the label policy puts a namespace labelled dedicated=gpu in group gpu',
+      given: { file: 'label', namespace: namespace('ml', { dedicated: 'gpu' }) },
+      want: { group: 'gpu', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the label policy leaves an unlabelled namespace without a group',
+      given: { file: 'label', namespace: namespace('web') },
+      want: { group: '', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the label policy exempts the pods of a namespace labelled tolerator.dev/exempt=true',
+      given: { file: 'label', namespace: namespace('ml-platform', { dedicated: 'gpu', 'tolerator.dev/exempt': 'true' }) },
+      want: { group: 'gpu', exempt: true, infrastructure: false },
+    },
+    {
+      name: 'the label policy does not exempt a pod labelled tolerator.dev/exempt=true: a tenant cannot exempt itself',
+      given: {
+        file: 'label',
+        namespace: namespace('ml', { dedicated: 'gpu' }),
+        pod: pod({}, { labels: { 'tolerator.dev/exempt': 'true' } }),
+      },
+      want: { group: 'gpu', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the label policy recognises an infrastructure namespace by its label',
+      given: { file: 'label', namespace: namespace('logging', { 'tolerator.dev/node-infrastructure': 'true' }) },
+      want: { group: '', exempt: false, infrastructure: true },
+    },
+    {
+      name: 'the prefix policy puts team-a-dev in group team-a',
+      given: { file: 'prefix', namespace: namespace('team-a-dev') },
+      want: { group: 'team-a', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy puts team-a itself in group team-a',
+      given: { file: 'prefix', namespace: namespace('team-a') },
+      want: { group: 'team-a', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy puts team-b-prod-eu in group team-b',
+      given: { file: 'prefix', namespace: namespace('team-b-prod-eu') },
+      want: { group: 'team-b', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy leaves teams-a without a group',
+      given: { file: 'prefix', namespace: namespace('teams-a') },
+      want: { group: '', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy leaves team--x without a group',
+      given: { file: 'prefix', namespace: namespace('team--x') },
+      want: { group: '', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy exempts a pod a member of platform-admins requests',
+      given: { file: 'prefix', namespace: namespace('team-a'), groups: ['platform-admins', 'system:authenticated'] },
+      want: { group: 'team-a', exempt: true, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy does not exempt a pod annotated tolerator.dev/exempt=true: a tenant cannot exempt itself',
+      given: {
+        file: 'prefix',
+        namespace: namespace('team-a'),
+        pod: pod({}, { annotations: { 'tolerator.dev/exempt': 'true' } }),
+        groups: ['system:authenticated'],
+      },
+      want: { group: 'team-a', exempt: false, infrastructure: false },
+    },
+    {
+      name: 'the prefix policy treats kube-system as infrastructure',
+      given: { file: 'prefix', namespace: namespace('kube-system') },
+      want: { group: '', exempt: false, infrastructure: true },
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
       const policy = row.given.file === 'label' ? label : prefix;
       const userInfo = { username: 'someone', uid: '', groups: row.given.groups ?? [], extra: {} };
-      const evaluator = createPolicyEvaluator({ object: row.given.pod ?? pod(), oldObject: undefined, namespace: row.given.namespace, request: { operation: 'CREATE', userInfo } });
+      const evaluator = createPolicyEvaluator({
+        object: row.given.pod ?? pod(),
+        oldObject: undefined,
+        namespace: row.given.namespace,
+        request: { operation: 'CREATE', userInfo },
+      });
       assert.deepEqual(
         { group: evaluator.group(policy), exempt: evaluator.exempt(policy), infrastructure: evaluator.infrastructure(policy) },
         row.want,
@@ -125,15 +263,60 @@ describe('a policy that lets tenants decide for themselves loads with a caution'
       ...(field === 'group' ? [] : [`  ${field}: ${JSON.stringify(expression)}`]),
     ].join('\n');
   const rows: { name: string; field: string; expression: string; want: RegExp | undefined }[] = [
-    { name: "exempt on the pod's own label", field: 'exempt', expression: "object.metadata.?labels['tolerator.dev/exempt'].orValue('') == 'true'", want: /^TenancyPolicy "p" spec\.exempt reads object\.metadata\.labels, which whoever creates the pod or workload writes: a tenant can exempt its own pods/ },
-    { name: "exempt on the pod's annotation by index", field: 'exempt', expression: "object['metadata']['annotations']['x'] == 'y'", want: /spec\.exempt reads object\.metadata\.annotations,/ },
-    { name: 'exempt on the old object', field: 'exempt', expression: "has(oldObject.metadata.labels)", want: /reads oldObject\.metadata\.labels/ },
-    { name: 'exempt on a computed label key', field: 'exempt', expression: "object.metadata.labels[namespaceObject.metadata.name] == 'x'", want: /reads object\.metadata\.labels/ },
-    { name: "group on the pod's label", field: 'group', expression: "object.metadata.?labels['team'].orValue('')", want: /spec\.group reads object\.metadata\.labels, .*a tenant can choose its own group/ },
-    { name: "infrastructure on the pod's service account", field: 'infrastructure', expression: "object.spec.?serviceAccountName.orValue('') == 'agent'", want: /spec\.infrastructure reads object\.spec\.serviceAccountName, .*reach every group's nodes/ },
-    { name: 'exempt on the namespace label', field: 'exempt', expression: "namespaceObject.metadata.?labels['x'].orValue('') == 'true'", want: undefined },
-    { name: "exempt on the requesting user's groups", field: 'exempt', expression: "'platform-admins' in request.userInfo.groups", want: undefined },
-    { name: "group on the pod's namespace (set by the API server from the request path)", field: 'group', expression: 'object.metadata.namespace', want: undefined },
+    {
+      name: "exempt on the pod's own label",
+      field: 'exempt',
+      expression: "object.metadata.?labels['tolerator.dev/exempt'].orValue('') == 'true'",
+      want: /^TenancyPolicy "p" spec\.exempt reads object\.metadata\.labels, which whoever creates the pod or workload writes: a tenant can exempt its own pods/,
+    },
+    {
+      name: "exempt on the pod's annotation by index",
+      field: 'exempt',
+      expression: "object['metadata']['annotations']['x'] == 'y'",
+      want: /spec\.exempt reads object\.metadata\.annotations,/,
+    },
+    {
+      name: 'exempt on the old object',
+      field: 'exempt',
+      expression: 'has(oldObject.metadata.labels)',
+      want: /reads oldObject\.metadata\.labels/,
+    },
+    {
+      name: 'exempt on a computed label key',
+      field: 'exempt',
+      expression: "object.metadata.labels[namespaceObject.metadata.name] == 'x'",
+      want: /reads object\.metadata\.labels/,
+    },
+    {
+      name: "group on the pod's label",
+      field: 'group',
+      expression: "object.metadata.?labels['team'].orValue('')",
+      want: /spec\.group reads object\.metadata\.labels, .*a tenant can choose its own group/,
+    },
+    {
+      name: "infrastructure on the pod's service account",
+      field: 'infrastructure',
+      expression: "object.spec.?serviceAccountName.orValue('') == 'agent'",
+      want: /spec\.infrastructure reads object\.spec\.serviceAccountName, .*reach every group's nodes/,
+    },
+    {
+      name: 'exempt on the namespace label',
+      field: 'exempt',
+      expression: "namespaceObject.metadata.?labels['x'].orValue('') == 'true'",
+      want: undefined,
+    },
+    {
+      name: "exempt on the requesting user's groups",
+      field: 'exempt',
+      expression: "'platform-admins' in request.userInfo.groups",
+      want: undefined,
+    },
+    {
+      name: "group on the pod's namespace (set by the API server from the request path)",
+      field: 'group',
+      expression: 'object.metadata.namespace',
+      want: undefined,
+    },
   ];
   for (const row of rows) {
     it(`${row.want === undefined ? 'no caution' : 'a caution'} for ${row.name}`, () => {
@@ -150,7 +333,10 @@ describe('a policy that lets tenants decide for themselves loads with a caution'
   }
 
   it('the shipped example policies carry no caution', () => {
-    assert.deepEqual([label(), prefix()].flatMap((policy) => policy.cautions), []);
+    assert.deepEqual(
+      [label(), prefix()].flatMap((policy) => policy.cautions),
+      [],
+    );
   });
   const label = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-label.yaml');
   const prefix = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-prefix.yaml');

@@ -51,15 +51,38 @@ describe('isSuperset: the upstream TestIsSuperset table over every pair of named
     {
       name: 'a key with Exists and no effect covers every toleration of that key',
       given: 'foo',
-      want: ['foo-bar', 'foo-nosched', 'foo-bar-nosched', 'foo-baz-nosched', 'foo-prefnosched', 'foo-noexec', 'foo-bar-noexec', 'foo-noexec-10', 'foo-noexec-0', 'foo-bar-noexec-10'],
+      want: [
+        'foo-bar',
+        'foo-nosched',
+        'foo-bar-nosched',
+        'foo-baz-nosched',
+        'foo-prefnosched',
+        'foo-noexec',
+        'foo-bar-noexec',
+        'foo-noexec-10',
+        'foo-noexec-0',
+        'foo-bar-noexec-10',
+      ],
     },
-    { name: 'an Equal with no effect covers that value under every effect', given: 'foo-bar', want: ['foo-bar-nosched', 'foo-bar-noexec', 'foo-bar-noexec-10'] },
-    { name: 'a key with Exists NoSchedule covers that key’s NoSchedule values', given: 'foo-nosched', want: ['foo-bar-nosched', 'foo-baz-nosched'] },
+    {
+      name: 'an Equal with no effect covers that value under every effect',
+      given: 'foo-bar',
+      want: ['foo-bar-nosched', 'foo-bar-noexec', 'foo-bar-noexec-10'],
+    },
+    {
+      name: 'a key with Exists NoSchedule covers that key’s NoSchedule values',
+      given: 'foo-nosched',
+      want: ['foo-bar-nosched', 'foo-baz-nosched'],
+    },
     { name: 'an Equal NoSchedule covers only itself', given: 'foo-bar-nosched', want: [] },
     { name: 'another key with Exists NoSchedule covers its own value', given: 'faz-nosched', want: ['faz-baz-nosched'] },
     { name: 'another Equal NoSchedule covers only itself', given: 'faz-baz-nosched', want: [] },
     { name: 'a PreferNoSchedule Exists covers only itself', given: 'foo-prefnosched', want: [] },
-    { name: 'an unbounded NoExecute Exists covers every NoExecute toleration of the key', given: 'foo-noexec', want: ['foo-bar-noexec', 'foo-noexec-10', 'foo-noexec-0', 'foo-bar-noexec-10'] },
+    {
+      name: 'an unbounded NoExecute Exists covers every NoExecute toleration of the key',
+      given: 'foo-noexec',
+      want: ['foo-bar-noexec', 'foo-noexec-10', 'foo-noexec-0', 'foo-bar-noexec-10'],
+    },
     { name: 'an unbounded NoExecute Equal covers its bounded twin', given: 'foo-bar-noexec', want: ['foo-bar-noexec-10'] },
     { name: 'a 10 s NoExecute Exists covers shorter or equal bounds', given: 'foo-noexec-10', want: ['foo-noexec-0', 'foo-bar-noexec-10'] },
     { name: 'a 0 s NoExecute Exists covers only itself', given: 'foo-noexec-0', want: [] },
@@ -101,17 +124,26 @@ describe('isSuperset: rules of docs/kubernetes-rules.md#toleration-merge-and-whi
     },
     {
       name: 'a bounded NoExecute does not cover an unbounded one',
-      given: { ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }, t: { key: 'k', operator: 'Exists', effect: 'NoExecute' } },
+      given: {
+        ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        t: { key: 'k', operator: 'Exists', effect: 'NoExecute' },
+      },
       want: false,
     },
     {
       name: 'a bounded NoExecute does not cover a longer bound',
-      given: { ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }, t: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 600 } },
+      given: {
+        ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        t: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 600 },
+      },
       want: false,
     },
     {
       name: 'bounds compare as raw values, so 0 covers -5',
-      given: { ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }, t: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -5 } },
+      given: {
+        ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 },
+        t: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -5 },
+      },
       want: true,
     },
     {
@@ -121,7 +153,10 @@ describe('isSuperset: rules of docs/kubernetes-rules.md#toleration-merge-and-whi
     },
     {
       name: 'a null tolerationSeconds is nil, the same as absent',
-      given: { ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: null }, t: { key: 'k', operator: 'Exists', effect: 'NoExecute' } },
+      given: {
+        ss: { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: null },
+        t: { key: 'k', operator: 'Exists', effect: 'NoExecute' },
+      },
       want: true,
     },
     {
@@ -169,12 +204,36 @@ describe('isSuperset: rules of docs/kubernetes-rules.md#toleration-merge-and-whi
 
 describe('verifyAgainstWhitelist: the upstream TestVerifyAgainstWhitelist table', () => {
   const rows: { name: string; given: { input: Name[]; whitelist: Name[] }; want: boolean }[] = [
-    { name: 'equal input and whitelist are accepted', given: { input: ['foo-bar-nosched', 'foo-baz-nosched'], whitelist: ['foo-bar-nosched', 'foo-baz-nosched'] }, want: true },
-    { name: 'a duplicated whitelisted input is accepted', given: { input: ['foo-bar-nosched', 'foo-bar-nosched'], whitelist: ['foo-bar-nosched', 'foo-baz-nosched'] }, want: true },
-    { name: 'a tolerate-everything whitelist accepts all', given: { input: ['foo-bar-nosched', 'foo-bar-nosched'], whitelist: ['all'] }, want: true },
-    { name: 'a duplicated input not in the whitelist is rejected', given: { input: ['foo-bar-nosched', 'foo-bar-nosched'], whitelist: ['foo-baz-nosched'] }, want: false },
-    { name: 'a value mismatch is rejected', given: { input: ['foo-bar-nosched', 'foo-baz-nosched'], whitelist: ['foo-baz-nosched'] }, want: false },
-    { name: 'an input absent from the whitelist is rejected', given: { input: ['foo-bar-nosched'], whitelist: ['foo-baz-nosched'] }, want: false },
+    {
+      name: 'equal input and whitelist are accepted',
+      given: { input: ['foo-bar-nosched', 'foo-baz-nosched'], whitelist: ['foo-bar-nosched', 'foo-baz-nosched'] },
+      want: true,
+    },
+    {
+      name: 'a duplicated whitelisted input is accepted',
+      given: { input: ['foo-bar-nosched', 'foo-bar-nosched'], whitelist: ['foo-bar-nosched', 'foo-baz-nosched'] },
+      want: true,
+    },
+    {
+      name: 'a tolerate-everything whitelist accepts all',
+      given: { input: ['foo-bar-nosched', 'foo-bar-nosched'], whitelist: ['all'] },
+      want: true,
+    },
+    {
+      name: 'a duplicated input not in the whitelist is rejected',
+      given: { input: ['foo-bar-nosched', 'foo-bar-nosched'], whitelist: ['foo-baz-nosched'] },
+      want: false,
+    },
+    {
+      name: 'a value mismatch is rejected',
+      given: { input: ['foo-bar-nosched', 'foo-baz-nosched'], whitelist: ['foo-baz-nosched'] },
+      want: false,
+    },
+    {
+      name: 'an input absent from the whitelist is rejected',
+      given: { input: ['foo-bar-nosched'], whitelist: ['foo-baz-nosched'] },
+      want: false,
+    },
     { name: 'disjoint sets are rejected', given: { input: ['foo-bar'], whitelist: ['foo-nosched'] }, want: false },
     { name: 'an empty whitelist accepts anything', given: { input: ['foo-bar'], whitelist: [] }, want: true },
     { name: 'an empty input is accepted', given: { input: [], whitelist: ['foo-bar'] }, want: true },
@@ -203,7 +262,10 @@ describe('verifyAgainstWhitelist: rules of docs/kubernetes-rules.md#toleration-m
     },
     {
       name: 'a 300 s NoExecute entry does not cover forever',
-      given: { input: [{ key: 'k', operator: 'Exists', effect: 'NoExecute' }], whitelist: [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }] },
+      given: {
+        input: [{ key: 'k', operator: 'Exists', effect: 'NoExecute' }],
+        whitelist: [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 }],
+      },
       want: false,
     },
     {
@@ -226,7 +288,13 @@ describe('verifyAgainstWhitelist: rules of docs/kubernetes-rules.md#toleration-m
     },
     {
       name: 'every toleration must be covered, not just one',
-      given: { input: [{ key: 'a', operator: 'Exists' }, { key: 'b', operator: 'Exists' }], whitelist: [{ key: 'a', operator: 'Exists' }] },
+      given: {
+        input: [
+          { key: 'a', operator: 'Exists' },
+          { key: 'b', operator: 'Exists' },
+        ],
+        whitelist: [{ key: 'a', operator: 'Exists' }],
+      },
       want: false,
     },
   ];
@@ -246,7 +314,10 @@ describe('mergeTolerations: the upstream TestMergeTolerations table', () => {
     },
     {
       name: 'duplicates keep one copy',
-      given: { first: ['foo-bar-nosched', 'faz-baz-nosched', 'foo-noexec-10'], second: ['foo-bar-nosched', 'faz-baz-nosched', 'foo-noexec-10'] },
+      given: {
+        first: ['foo-bar-nosched', 'faz-baz-nosched', 'foo-noexec-10'],
+        second: ['foo-bar-nosched', 'faz-baz-nosched', 'foo-noexec-10'],
+      },
       want: ['foo-bar-nosched', 'faz-baz-nosched', 'foo-noexec-10'],
     },
     {
@@ -254,8 +325,16 @@ describe('mergeTolerations: the upstream TestMergeTolerations table', () => {
       given: { first: ['foo-bar-nosched', 'foo-baz-nosched'], second: ['foo-nosched', 'faz-baz-nosched'] },
       want: ['foo-nosched', 'faz-baz-nosched'],
     },
-    { name: 'everything merges into a later tolerate-everything', given: { first: ['foo-bar-nosched', 'foo-baz-nosched', 'foo-noexec-10'], second: ['all'] }, want: ['all'] },
-    { name: 'everything merges into an earlier tolerate-everything', given: { first: ['all'], second: ['foo-bar-nosched', 'foo-baz-nosched', 'foo-noexec-10'] }, want: ['all'] },
+    {
+      name: 'everything merges into a later tolerate-everything',
+      given: { first: ['foo-bar-nosched', 'foo-baz-nosched', 'foo-noexec-10'], second: ['all'] },
+      want: ['all'],
+    },
+    {
+      name: 'everything merges into an earlier tolerate-everything',
+      given: { first: ['all'], second: ['foo-bar-nosched', 'foo-baz-nosched', 'foo-noexec-10'] },
+      want: ['all'],
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -266,20 +345,40 @@ describe('mergeTolerations: the upstream TestMergeTolerations table', () => {
 
 describe('mergeTolerations: worked results of docs/kubernetes-rules.md#toleration-merge-and-whitelist (pod first, namespace second)', () => {
   const noExecute = (tolerationSeconds?: number): Toleration =>
-    tolerationSeconds === undefined ? { key: 'k', operator: 'Exists', effect: 'NoExecute' } : { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds };
+    tolerationSeconds === undefined
+      ? { key: 'k', operator: 'Exists', effect: 'NoExecute' }
+      : { key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds };
   const rows: { name: string; given: { pod: Toleration[]; ns: Toleration[] }; want: 'pod' | 'ns' | 'both' }[] = [
-    { name: 'pod 600 s against namespace 300 s keeps the pod’s longer bound', given: { pod: [noExecute(600)], ns: [noExecute(300)] }, want: 'pod' },
-    { name: 'pod 100 s against namespace 300 s keeps the namespace’s longer bound', given: { pod: [noExecute(100)], ns: [noExecute(300)] }, want: 'ns' },
+    {
+      name: 'pod 600 s against namespace 300 s keeps the pod’s longer bound',
+      given: { pod: [noExecute(600)], ns: [noExecute(300)] },
+      want: 'pod',
+    },
+    {
+      name: 'pod 100 s against namespace 300 s keeps the namespace’s longer bound',
+      given: { pod: [noExecute(100)], ns: [noExecute(300)] },
+      want: 'ns',
+    },
     { name: 'pod forever against namespace 300 s keeps forever', given: { pod: [noExecute()], ns: [noExecute(300)] }, want: 'pod' },
-    { name: 'pod -5 s against namespace 0 s keeps 0, comparing raw values', given: { pod: [noExecute(-5)], ns: [noExecute(0)] }, want: 'ns' },
+    {
+      name: 'pod -5 s against namespace 0 s keeps 0, comparing raw values',
+      given: { pod: [noExecute(-5)], ns: [noExecute(0)] },
+      want: 'ns',
+    },
     {
       name: 'pod empty operator against namespace Equal keeps the pod’s empty operator',
-      given: { pod: [{ key: 'k', value: 'v', effect: 'NoSchedule' }], ns: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }] },
+      given: {
+        pod: [{ key: 'k', value: 'v', effect: 'NoSchedule' }],
+        ns: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }],
+      },
       want: 'pod',
     },
     {
       name: 'pod Equal against namespace empty operator keeps the namespace’s empty operator',
-      given: { pod: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }], ns: [{ key: 'k', operator: '', value: 'v', effect: 'NoSchedule' }] },
+      given: {
+        pod: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }],
+        ns: [{ key: 'k', operator: '', value: 'v', effect: 'NoSchedule' }],
+      },
       want: 'ns',
     },
     {
@@ -294,7 +393,10 @@ describe('mergeTolerations: worked results of docs/kubernetes-rules.md#toleratio
     },
     {
       name: 'same key and effect with different values are both kept (no conflict check)',
-      given: { pod: [{ key: 'k', operator: 'Equal', value: 'a', effect: 'NoSchedule' }], ns: [{ key: 'k', operator: 'Equal', value: 'b', effect: 'NoSchedule' }] },
+      given: {
+        pod: [{ key: 'k', operator: 'Equal', value: 'a', effect: 'NoSchedule' }],
+        ns: [{ key: 'k', operator: 'Equal', value: 'b', effect: 'NoSchedule' }],
+      },
       want: 'both',
     },
   ];
@@ -387,7 +489,10 @@ describe('upstream TestFuzzed, as properties', () => {
   it('verifyAgainstWhitelist accepts exactly when every toleration is contained in the whitelist', () => {
     fc.assert(
       fc.property(list, fc.array(toleration, { minLength: 1, maxLength: 11 }), (input, whitelist) => {
-        assert.equal(verifyAgainstWhitelist(input, whitelist), input.every((t) => isContained(t, whitelist)));
+        assert.equal(
+          verifyAgainstWhitelist(input, whitelist),
+          input.every((t) => isContained(t, whitelist)),
+        );
       }),
       params,
     );
@@ -535,16 +640,27 @@ describe('mergeTolerations and verifyAgainstWhitelist cost O(n log n) where upst
     const large = tolerations(8_000);
     const indexed = leastCpuMicros(() => mergeTolerations(large, extra), 3);
     const pairwise = leastCpuMicros(() => referenceMerge(small, extra), 1);
-    assert.ok(indexed < pairwise, `the merge of 8,000 took ${milliseconds(indexed)}, the pairwise merge of 4,000 ${milliseconds(pairwise)}`);
+    assert.ok(
+      indexed < pairwise,
+      `the merge of 8,000 took ${milliseconds(indexed)}, the pairwise merge of 4,000 ${milliseconds(pairwise)}`,
+    );
   });
 
   it('checks 8,000 tolerations against 8,000 whitelist entries in less time than the pairwise check takes for 4,000', () => {
     // Every toleration is covered only by the last whitelist entry of its key: a pairwise check
     // looks through the whole whitelist for each.
     const lists = (n: number): { tolerations: Toleration[]; whitelist: Toleration[] } => ({
-      tolerations: Array.from({ length: n }, (_, i): Toleration => ({ key: `k${i % 50}`, operator: 'Equal', value: `v${i}`, effect: 'NoExecute', tolerationSeconds: i })),
+      tolerations: Array.from({ length: n }, (_, i): Toleration => ({
+        key: `k${i % 50}`,
+        operator: 'Equal',
+        value: `v${i}`,
+        effect: 'NoExecute',
+        tolerationSeconds: i,
+      })),
       whitelist: Array.from({ length: n }, (_, i): Toleration =>
-        i >= n - 50 ? { key: `k${i % 50}`, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: n } : { key: `k${i % 50}`, operator: 'Equal', value: `w${i}` },
+        i >= n - 50
+          ? { key: `k${i % 50}`, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: n }
+          : { key: `k${i % 50}`, operator: 'Equal', value: `w${i}` },
       ),
     });
     const small = lists(4_000);
@@ -552,6 +668,9 @@ describe('mergeTolerations and verifyAgainstWhitelist cost O(n log n) where upst
     assert.equal(verifyAgainstWhitelist(large.tolerations, large.whitelist), true);
     const indexed = leastCpuMicros(() => verifyAgainstWhitelist(large.tolerations, large.whitelist), 3);
     const pairwise = leastCpuMicros(() => referenceVerify(small.tolerations, small.whitelist), 1);
-    assert.ok(indexed < pairwise, `the check of 8,000 took ${milliseconds(indexed)}, the pairwise check of 4,000 ${milliseconds(pairwise)}`);
+    assert.ok(
+      indexed < pairwise,
+      `the check of 8,000 took ${milliseconds(indexed)}, the pairwise check of 4,000 ${milliseconds(pairwise)}`,
+    );
   });
 });

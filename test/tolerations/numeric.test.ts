@@ -69,7 +69,11 @@ describe('parseInt64 (strconv.ParseInt(s, 10, 64))', () => {
       given: '9223372036854775808x',
       want: { error: syntax('9223372036854775808x') },
     },
-    { name: 'a control character is Go-quoted in the message', given: '\t5', want: { error: 'strconv.ParseInt: parsing "\\t5": invalid syntax' } },
+    {
+      name: 'a control character is Go-quoted in the message',
+      given: '\t5',
+      want: { error: 'strconv.ParseInt: parsing "\\t5": invalid syntax' },
+    },
     { name: 'many leading zeros are still zeros', given: `-${'0'.repeat(40)}7`, want: { value: -7n } },
     { name: 'leading zeros only are zero', given: '0000', want: { value: 0n } },
     { name: 'a bad character after leading zeros is a syntax error', given: '000x', want: { error: syntax('000x') } },

@@ -7,7 +7,13 @@ const a: Toleration = { key: 'a', operator: 'Exists' };
 const b: Toleration = { key: 'b', operator: 'Exists' };
 
 function pod(tolerations: Toleration[] | null | undefined): Pod {
-  return { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', labels: { app: 'x' } }, spec: { containers: [{ name: 'c' }], tolerations }, status: {} };
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', labels: { app: 'x' } },
+    spec: { containers: [{ name: 'c' }], tolerations },
+    status: {},
+  };
 }
 
 describe('tolerationsOf', () => {
@@ -46,7 +52,10 @@ describe('withTolerations', () => {
   });
 
   const unchanged: { name: string; given: { pod: Pod; tolerations: (p: Pod) => readonly Toleration[] } }[] = [
-    { name: 'the same entries in the same order return the pod itself', given: { pod: pod([a, b]), tolerations: (p) => [...tolerationsOf(p)] } },
+    {
+      name: 'the same entries in the same order return the pod itself',
+      given: { pod: pod([a, b]), tolerations: (p) => [...tolerationsOf(p)] },
+    },
     { name: 'an empty list for absent tolerations returns the pod itself', given: { pod: pod(undefined), tolerations: () => [] } },
     { name: 'an empty list for null tolerations returns the pod itself, null kept', given: { pod: pod(null), tolerations: () => [] } },
   ];

@@ -35,7 +35,11 @@ describe('computePodQOS: BestEffort', () => {
     { name: 'a pod without containers is BestEffort', given: {}, want: 'BestEffort' },
     { name: 'a container without resources is BestEffort', given: { containers: [{ name: 'c' }] }, want: 'BestEffort' },
     { name: 'a container with empty requests and limits is BestEffort', given: { containers: [container({}, {})] }, want: 'BestEffort' },
-    { name: 'zero cpu and memory count as not set', given: { containers: [container({ cpu: '0', memory: '0' }, { cpu: '0', memory: '0Gi' })] }, want: 'BestEffort' },
+    {
+      name: 'zero cpu and memory count as not set',
+      given: { containers: [container({ cpu: '0', memory: '0' }, { cpu: '0', memory: '0Gi' })] },
+      want: 'BestEffort',
+    },
     {
       name: 'extended resources, hugepages and ephemeral-storage are ignored',
       given: {
@@ -48,8 +52,16 @@ describe('computePodQOS: BestEffort', () => {
       },
       want: 'BestEffort',
     },
-    { name: 'an unparsable quantity is treated as not set', given: { containers: [container({ cpu: 'lots' }, { memory: '1 Gi' })] }, want: 'BestEffort' },
-    { name: 'a null resource list is treated as absent', given: { containers: [{ name: 'c', resources: { requests: null as unknown as ResourceList } }] }, want: 'BestEffort' },
+    {
+      name: 'an unparsable quantity is treated as not set',
+      given: { containers: [container({ cpu: 'lots' }, { memory: '1 Gi' })] },
+      want: 'BestEffort',
+    },
+    {
+      name: 'a null resource list is treated as absent',
+      given: { containers: [{ name: 'c', resources: { requests: null as unknown as ResourceList } }] },
+      want: 'BestEffort',
+    },
     {
       name: 'ephemeral containers are ignored, resources or not',
       given: { containers: [{ name: 'c' }], ephemeralContainers: [guaranteed('1', '1Gi')] },
@@ -60,7 +72,11 @@ describe('computePodQOS: BestEffort', () => {
 
 describe('computePodQOS: Guaranteed', () => {
   runRows([
-    { name: 'equal cpu and memory requests and limits are Guaranteed', given: { containers: [guaranteed('1', '1Gi')] }, want: 'Guaranteed' },
+    {
+      name: 'equal cpu and memory requests and limits are Guaranteed',
+      given: { containers: [guaranteed('1', '1Gi')] },
+      want: 'Guaranteed',
+    },
     {
       name: 'requests and limits compare as quantities: 1 equals 1000m',
       given: { containers: [container({ cpu: '1', memory: '1Gi' }, { cpu: '1000m', memory: '1073741824' })] },
@@ -71,7 +87,11 @@ describe('computePodQOS: Guaranteed', () => {
       given: { containers: [container({ cpu: 0.5, memory: '128Mi' }, { cpu: '500m', memory: '128Mi' })] },
       want: 'Guaranteed',
     },
-    { name: 'several Guaranteed containers are Guaranteed', given: { containers: [guaranteed('1', '1Gi'), guaranteed('250m', '64Mi')] }, want: 'Guaranteed' },
+    {
+      name: 'several Guaranteed containers are Guaranteed',
+      given: { containers: [guaranteed('1', '1Gi'), guaranteed('250m', '64Mi')] },
+      want: 'Guaranteed',
+    },
     {
       name: 'a Guaranteed init container keeps the pod Guaranteed',
       given: { containers: [guaranteed('1', '1Gi')], initContainers: [guaranteed('2', '2Gi')] },
@@ -84,7 +104,9 @@ describe('computePodQOS: Guaranteed', () => {
     },
     {
       name: 'extra extended resources do not spoil Guaranteed',
-      given: { containers: [container({ cpu: '1', memory: '1Gi', 'example.com/gpu': '1' }, { cpu: '1', memory: '1Gi', 'example.com/gpu': '2' })] },
+      given: {
+        containers: [container({ cpu: '1', memory: '1Gi', 'example.com/gpu': '1' }, { cpu: '1', memory: '1Gi', 'example.com/gpu': '2' })],
+      },
       want: 'Guaranteed',
     },
   ]);
@@ -94,7 +116,11 @@ describe('computePodQOS: Burstable', () => {
   runRows([
     { name: 'a cpu request alone is Burstable', given: { containers: [container({ cpu: '100m' })] }, want: 'Burstable' },
     { name: 'a memory limit alone is Burstable', given: { containers: [container(undefined, { memory: '1Gi' })] }, want: 'Burstable' },
-    { name: 'requests below limits are Burstable', given: { containers: [container({ cpu: '500m', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })] }, want: 'Burstable' },
+    {
+      name: 'requests below limits are Burstable',
+      given: { containers: [container({ cpu: '500m', memory: '1Gi' }, { cpu: '1', memory: '1Gi' })] },
+      want: 'Burstable',
+    },
     {
       name: '1Gi and 1G are different quantities: Burstable',
       given: { containers: [container({ cpu: '1', memory: '1G' }, { cpu: '1', memory: '1Gi' })] },
@@ -106,7 +132,11 @@ describe('computePodQOS: Burstable', () => {
       want: 'Burstable',
     },
     { name: 'limits on cpu only are Burstable', given: { containers: [container({ cpu: '1' }, { cpu: '1' })] }, want: 'Burstable' },
-    { name: 'a zero memory limit counts as not set: Burstable', given: { containers: [container({ cpu: '1', memory: '0' }, { cpu: '1', memory: '0' })] }, want: 'Burstable' },
+    {
+      name: 'a zero memory limit counts as not set: Burstable',
+      given: { containers: [container({ cpu: '1', memory: '0' }, { cpu: '1', memory: '0' })] },
+      want: 'Burstable',
+    },
     {
       name: 'a Guaranteed container beside a BestEffort one is Burstable',
       given: { containers: [guaranteed('1', '1Gi'), { name: 'sidecar' }] },
@@ -134,12 +164,18 @@ describe('computePodQOS: pod-level resources with the PodLevelResources gate on'
   runRows([
     {
       name: 'pod-level cpu and memory with equal requests and limits are Guaranteed whatever the containers say',
-      given: { resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }, containers: [container({ cpu: '100m' })] },
+      given: {
+        resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        containers: [container({ cpu: '100m' })],
+      },
       want: 'Guaranteed',
     },
     {
       name: 'pod-level requests below limits are Burstable even with Guaranteed containers',
-      given: { resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }, containers: [guaranteed('1', '1Gi')] },
+      given: {
+        resources: { requests: { cpu: '500m', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        containers: [guaranteed('1', '1Gi')],
+      },
       want: 'Burstable',
     },
     {
@@ -173,7 +209,11 @@ describe('computePodQOS: pod-level resources with the PodLevelResources gate on'
 describe('computePodQOS: pod-level resources with the PodLevelResources gate off', () => {
   runRows(
     [
-      { name: 'empty pod-level resources are ignored: the containers decide', given: { resources: {}, containers: [guaranteed('1', '1Gi')] }, want: 'Guaranteed' },
+      {
+        name: 'empty pod-level resources are ignored: the containers decide',
+        given: { resources: {}, containers: [guaranteed('1', '1Gi')] },
+        want: 'Guaranteed',
+      },
       {
         name: 'Guaranteed pod-level resources are ignored: BestEffort containers decide',
         given: { resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } }, containers: [{ name: 'c' }] },
@@ -186,9 +226,21 @@ describe('computePodQOS: pod-level resources with the PodLevelResources gate off
 
 describe('getPodQOS', () => {
   const rows: { name: string; given: Pod; want: string }[] = [
-    { name: 'a non-empty status.qosClass is honoured over the spec', given: { spec: { containers: [{ name: 'c' }] }, status: { qosClass: 'Guaranteed' } }, want: 'Guaranteed' },
-    { name: 'status.qosClass is returned as it is, even if it is not a known class', given: { spec: {}, status: { qosClass: 'Platinum' } }, want: 'Platinum' },
-    { name: 'an empty status.qosClass falls back to computing', given: { spec: { containers: [guaranteed('1', '1Gi')] }, status: { qosClass: '' } }, want: 'Guaranteed' },
+    {
+      name: 'a non-empty status.qosClass is honoured over the spec',
+      given: { spec: { containers: [{ name: 'c' }] }, status: { qosClass: 'Guaranteed' } },
+      want: 'Guaranteed',
+    },
+    {
+      name: 'status.qosClass is returned as it is, even if it is not a known class',
+      given: { spec: {}, status: { qosClass: 'Platinum' } },
+      want: 'Platinum',
+    },
+    {
+      name: 'an empty status.qosClass falls back to computing',
+      given: { spec: { containers: [guaranteed('1', '1Gi')] }, status: { qosClass: '' } },
+      want: 'Guaranteed',
+    },
     { name: 'a missing status computes from the spec', given: { spec: { containers: [container({ cpu: '1' })] } }, want: 'Burstable' },
     { name: 'a pod without spec is BestEffort', given: {}, want: 'BestEffort' },
   ];
@@ -212,7 +264,10 @@ describe('isBestEffortPod, the short cut PodTolerationRestriction takes', () => 
   const containers = fc.array(fc.record({ name: fc.constant('c'), resources: requirements }, { requiredKeys: ['name'] }), { maxLength: 4 });
   const pod = fc.record(
     {
-      spec: fc.record({ containers, initContainers: containers, ephemeralContainers: containers, resources: requirements }, { requiredKeys: [] }),
+      spec: fc.record(
+        { containers, initContainers: containers, ephemeralContainers: containers, resources: requirements },
+        { requiredKeys: [] },
+      ),
       status: fc.record({ qosClass: fc.constantFrom('', 'BestEffort', 'Burstable', 'Guaranteed') }, { requiredKeys: [] }),
     },
     { requiredKeys: [] },

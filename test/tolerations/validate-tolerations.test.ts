@@ -45,24 +45,53 @@ function runRows(rows: Row[]): void {
 
 describe('validateTolerations: valid tolerations', () => {
   runRows([
-    { name: 'an Equal toleration with a label value is valid', given: { tolerations: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }] }, want: [] },
+    {
+      name: 'an Equal toleration with a label value is valid',
+      given: { tolerations: [{ key: 'k', operator: 'Equal', value: 'v', effect: 'NoSchedule' }] },
+      want: [],
+    },
     { name: 'an empty operator means Equal and is valid', given: { tolerations: [{ key: 'k', value: 'v' }] }, want: [] },
     { name: 'Equal with an empty value is not checked further', given: { tolerations: [{ key: 'k', operator: 'Equal' }] }, want: [] },
-    { name: 'Exists with an empty key and effect tolerates everything and is valid', given: { tolerations: [{ operator: 'Exists' }] }, want: [] },
+    {
+      name: 'Exists with an empty key and effect tolerates everything and is valid',
+      given: { tolerations: [{ operator: 'Exists' }] },
+      want: [],
+    },
     {
       name: 'a negative tolerationSeconds is allowed',
       given: { tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -10 }] },
       want: [],
     },
-    { name: 'a zero tolerationSeconds is allowed', given: { tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }] }, want: [] },
-    { name: 'a null tolerationSeconds is unset', given: { tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: null }] }, want: [] },
     {
-      name: 'duplicate tolerations are not validated',
-      given: { tolerations: [{ key: 'k', operator: 'Exists' }, { key: 'k', operator: 'Exists' }] },
+      name: 'a zero tolerationSeconds is allowed',
+      given: { tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 0 }] },
       want: [],
     },
-    { name: 'Gt with a canonical value is valid when allowed', given: { tolerations: [{ key: 'k', operator: 'Gt', value: '950' }], allow: true }, want: [] },
-    { name: 'Lt with a negative value is valid when allowed: no label-value rules apply', given: { tolerations: [{ key: 'k', operator: 'Lt', value: '-5' }], allow: true }, want: [] },
+    {
+      name: 'a null tolerationSeconds is unset',
+      given: { tolerations: [{ key: 'k', operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: null }] },
+      want: [],
+    },
+    {
+      name: 'duplicate tolerations are not validated',
+      given: {
+        tolerations: [
+          { key: 'k', operator: 'Exists' },
+          { key: 'k', operator: 'Exists' },
+        ],
+      },
+      want: [],
+    },
+    {
+      name: 'Gt with a canonical value is valid when allowed',
+      given: { tolerations: [{ key: 'k', operator: 'Gt', value: '950' }], allow: true },
+      want: [],
+    },
+    {
+      name: 'Lt with a negative value is valid when allowed: no label-value rules apply',
+      given: { tolerations: [{ key: 'k', operator: 'Lt', value: '-5' }], allow: true },
+      want: [],
+    },
     {
       name: 'Gt with tolerationSeconds and NoExecute is valid',
       given: { tolerations: [{ key: 'k', operator: 'Gt', value: '5', effect: 'NoExecute', tolerationSeconds: 30 }], allow: true },
@@ -71,7 +100,12 @@ describe('validateTolerations: valid tolerations', () => {
     {
       name: 'Gt with each effect and with no effect is valid',
       given: {
-        tolerations: ['NoSchedule', 'PreferNoSchedule', 'NoExecute', ''].map((effect) => ({ key: 'k', operator: 'Gt', value: '1', effect })),
+        tolerations: ['NoSchedule', 'PreferNoSchedule', 'NoExecute', ''].map((effect) => ({
+          key: 'k',
+          operator: 'Gt',
+          value: '1',
+          effect,
+        })),
         allow: true,
       },
       want: [],
@@ -119,7 +153,9 @@ describe('validateTolerations: one row of the §4 table each', () => {
     {
       name: 'row 4a: a 64-byte value gives one error whose messages are joined with ";"',
       given: { tolerations: [{ key: 'k', value: `${'v'.repeat(63)}-` }] },
-      want: [['FieldValueInvalid', `${P}[0].operator: Invalid value: "${'v'.repeat(63)}-": must be no more than 63 bytes;${labelValueFormat}`]],
+      want: [
+        ['FieldValueInvalid', `${P}[0].operator: Invalid value: "${'v'.repeat(63)}-": must be no more than 63 bytes;${labelValueFormat}`],
+      ],
     },
     {
       name: 'row 4b: Exists with a value is Invalid at .operator with the value as bad value',
@@ -142,10 +178,13 @@ describe('validateTolerations: one row of the §4 table each', () => {
       want: [['FieldValueInvalid', `${P}[0].value: Invalid value: "0550": ${canonical}`]],
     },
     {
-      name: 'row 4e: Gt with an out-of-range canonical value is Invalid at .value with Go\'s text',
+      name: "row 4e: Gt with an out-of-range canonical value is Invalid at .value with Go's text",
       given: { tolerations: [{ key: 'k', operator: 'Gt', value: '9223372036854775808' }], allow: true },
       want: [
-        ['FieldValueInvalid', `${P}[0].value: Invalid value: "9223372036854775808": strconv.ParseInt: parsing "9223372036854775808": value out of range`],
+        [
+          'FieldValueInvalid',
+          `${P}[0].value: Invalid value: "9223372036854775808": strconv.ParseInt: parsing "9223372036854775808": value out of range`,
+        ],
       ],
     },
     {
@@ -247,7 +286,12 @@ describe('validateTolerations: combinations report every failing check, in order
     },
     {
       name: 'each toleration is checked at its own index',
-      given: { tolerations: [{ key: 'ok', operator: 'Exists' }, { key: 'k', operator: 'Exists', value: 'x' }] },
+      given: {
+        tolerations: [
+          { key: 'ok', operator: 'Exists' },
+          { key: 'k', operator: 'Exists', value: 'x' },
+        ],
+      },
       want: [['FieldValueInvalid', `${P}[1].operator: Invalid value: "x": value must be empty when \`operator\` is 'Exists'`]],
     },
   ]);
@@ -257,10 +301,18 @@ describe('validateTolerations: key messages', () => {
   const rows: { name: string; given: string; want: string[] }[] = [
     { name: 'a 64-byte key is too long', given: 'k'.repeat(64), want: ['name part must be no more than 63'] },
     { name: 'a key with a bad character fails the format', given: 'a:b', want: ['name part must consist of alphanumeric characters'] },
-    { name: 'a key with an upper-case prefix fails the prefix rule', given: 'Example.com/key', want: ['prefix part a lowercase RFC 1123 subdomain'] },
+    {
+      name: 'a key with an upper-case prefix fails the prefix rule',
+      given: 'Example.com/key',
+      want: ['prefix part a lowercase RFC 1123 subdomain'],
+    },
     { name: 'a key with an empty prefix is reported', given: '/key', want: ['prefix part must be non-empty'] },
     { name: 'a key with two slashes gives one message', given: 'a/b/c', want: ['a valid label key must consist of'] },
-    { name: 'a too long key with a bad character gives one error per message', given: `${'k'.repeat(64)}!`, want: ['name part must be no more than 63', 'name part must consist of'] },
+    {
+      name: 'a too long key with a bad character gives one error per message',
+      given: `${'k'.repeat(64)}!`,
+      want: ['name part must be no more than 63', 'name part must consist of'],
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -282,16 +334,32 @@ describe('validateOnlyAddedTolerations', () => {
   const rows: { name: string; given: { old: Toleration[]; new: Toleration[] }; want: string[] }[] = [
     { name: 'an unchanged list is allowed', given: { old: [base], new: [base] }, want: [] },
     { name: 'adding a toleration is allowed', given: { old: [base], new: [base, { key: 'x', operator: 'Exists' }] }, want: [] },
-    { name: 'reordering is allowed', given: { old: [base, { key: 'x', operator: 'Exists' }], new: [{ key: 'x', operator: 'Exists' }, base] }, want: [] },
+    {
+      name: 'reordering is allowed',
+      given: { old: [base, { key: 'x', operator: 'Exists' }], new: [{ key: 'x', operator: 'Exists' }, base] },
+      want: [],
+    },
     { name: 'changing tolerationSeconds is allowed', given: { old: [base], new: [{ ...base, tolerationSeconds: 10 }] }, want: [] },
     { name: 'dropping tolerationSeconds is allowed', given: { old: [base], new: [{ ...base, tolerationSeconds: undefined }] }, want: [] },
-    { name: 'setting tolerationSeconds from unset is allowed', given: { old: [{ ...base, tolerationSeconds: null }], new: [base] }, want: [] },
+    {
+      name: 'setting tolerationSeconds from unset is allowed',
+      given: { old: [{ ...base, tolerationSeconds: null }], new: [base] },
+      want: [],
+    },
     { name: 'one new entry may match two identical old ones', given: { old: [base, base], new: [base] }, want: [] },
     { name: 'an absent operator equals an empty one', given: { old: [{ key: 'k', operator: '' }], new: [{ key: 'k' }] }, want: [] },
     { name: 'removing a toleration is Forbidden at the list path', given: { old: [base], new: [] }, want: [forbiddenMessage] },
     { name: 'changing the value is Forbidden', given: { old: [base], new: [{ ...base, value: 'w' }] }, want: [forbiddenMessage] },
-    { name: 'changing the effect is Forbidden', given: { old: [base], new: [{ ...base, effect: 'NoSchedule', tolerationSeconds: undefined }] }, want: [forbiddenMessage] },
-    { name: 'filling in an empty operator with Equal is Forbidden', given: { old: [{ key: 'k', value: 'v' }], new: [{ key: 'k', operator: 'Equal', value: 'v' }] }, want: [forbiddenMessage] },
+    {
+      name: 'changing the effect is Forbidden',
+      given: { old: [base], new: [{ ...base, effect: 'NoSchedule', tolerationSeconds: undefined }] },
+      want: [forbiddenMessage],
+    },
+    {
+      name: 'filling in an empty operator with Equal is Forbidden',
+      given: { old: [{ key: 'k', value: 'v' }], new: [{ key: 'k', operator: 'Equal', value: 'v' }] },
+      want: [forbiddenMessage],
+    },
     {
       name: 'a Forbidden stops the check: the new list is not validated',
       given: { old: [base], new: [{ key: 'k', operator: 'Exists', value: 'x' }] },
@@ -327,9 +395,21 @@ describe('allowsComparisonOperators (the ratchet)', () => {
     { name: 'gate on, no old object: allowed', given: { gate: true, old: undefined }, want: true },
     { name: 'gate off, no old object (CREATE): refused', given: { gate: false, old: undefined }, want: false },
     { name: 'gate off, old object without Gt/Lt: refused', given: { gate: false, old: [{ key: 'k', operator: 'Exists' }] }, want: false },
-    { name: 'gate off, old object with a Gt: allowed', given: { gate: false, old: [{ key: 'k', operator: 'Gt', value: '1' }] }, want: true },
-    { name: 'gate off, old object with an Lt: allowed', given: { gate: false, old: [{ key: 'k', operator: 'Lt', value: '1' }] }, want: true },
-    { name: 'gate off, a lower-case gt does not count', given: { gate: false, old: [{ key: 'k', operator: 'gt', value: '1' }] }, want: false },
+    {
+      name: 'gate off, old object with a Gt: allowed',
+      given: { gate: false, old: [{ key: 'k', operator: 'Gt', value: '1' }] },
+      want: true,
+    },
+    {
+      name: 'gate off, old object with an Lt: allowed',
+      given: { gate: false, old: [{ key: 'k', operator: 'Lt', value: '1' }] },
+      want: true,
+    },
+    {
+      name: 'gate off, a lower-case gt does not count',
+      given: { gate: false, old: [{ key: 'k', operator: 'gt', value: '1' }] },
+      want: false,
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -357,7 +437,7 @@ describe('validateTolerationsInAnnotations', () => {
       want: [`${A}.${key}[0].operator: Unsupported value: "Gt": ${allFour}`],
     },
     {
-      name: 'bad JSON is Invalid at the annotations path with the key as bad value and Go\'s error',
+      name: "bad JSON is Invalid at the annotations path with the key as bad value and Go's error",
       given: { [key]: '[{' },
       want: [`${A}: Invalid value: "${key}": unexpected end of JSON input`],
     },

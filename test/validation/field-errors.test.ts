@@ -8,7 +8,17 @@ function quoteByCharacter(value: string): string {
   let out = '"';
   for (const char of value) {
     const code = char.codePointAt(0) ?? 0;
-    const named: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\u0007': '\\a', '\b': '\\b', '\f': '\\f', '\n': '\\n', '\r': '\\r', '\t': '\\t', '\v': '\\v' };
+    const named: Record<string, string> = {
+      '"': '\\"',
+      '\\': '\\\\',
+      '\u0007': '\\a',
+      '\b': '\\b',
+      '\f': '\\f',
+      '\n': '\\n',
+      '\r': '\\r',
+      '\t': '\\t',
+      '\v': '\\v',
+    };
     if (Object.hasOwn(named, char)) {
       out += named[char] ?? '';
     } else if (code >= 0xd800 && code <= 0xdfff) {
@@ -44,7 +54,24 @@ describe('goQuote (strconv.Quote)', () => {
   }
 
   it('quotes like the character-at-a-time reference', () => {
-    const unit = fc.constantFrom('a', ' ', '"', '\\', '\n', '\u0000', '\u007f', 'é', '\u0301', '\u00a0', '\u2028', '😀', '\ud800', '\udc00', '\u{e0001}', '~');
+    const unit = fc.constantFrom(
+      'a',
+      ' ',
+      '"',
+      '\\',
+      '\n',
+      '\u0000',
+      '\u007f',
+      'é',
+      '\u0301',
+      '\u00a0',
+      '\u2028',
+      '😀',
+      '\ud800',
+      '\udc00',
+      '\u{e0001}',
+      '~',
+    );
     fc.assert(
       fc.property(fc.array(unit, { maxLength: 12 }), (units) => {
         const value = units.join('');

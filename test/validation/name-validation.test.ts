@@ -45,11 +45,19 @@ describe('isQualifiedName (validation.IsQualifiedName = content.IsLabelKey)', ()
     { name: 'a name of 64 bytes is too long', given: 'a'.repeat(64), want: ['name part must be no more than 63 …'] },
     { name: 'a bad character in the name gives the format message', given: 'bad key', want: [nameFormat] },
     { name: 'a name ending in a dash gives the format message', given: 'key-', want: [nameFormat] },
-    { name: 'a too long name with a bad character gives both messages, length first', given: `${'a'.repeat(64)}!`, want: ['name part must be no more than 63 …', nameFormat] },
+    {
+      name: 'a too long name with a bad character gives both messages, length first',
+      given: `${'a'.repeat(64)}!`,
+      want: ['name part must be no more than 63 …', nameFormat],
+    },
     { name: 'an empty prefix is reported', given: '/key', want: ['prefix part must be non-empty'] },
     { name: 'an upper-case prefix is not a DNS subdomain', given: 'Example.com/key', want: [prefixFormat] },
     { name: 'a prefix over 253 bytes is too long', given: `${'a'.repeat(254)}/key`, want: ['prefix part must be no more than 253 …'] },
-    { name: 'an empty name after a prefix is both empty and badly formed', given: 'example.com/', want: ['name part must be non-empty', nameFormat] },
+    {
+      name: 'an empty name after a prefix is both empty and badly formed',
+      given: 'example.com/',
+      want: ['name part must be non-empty', nameFormat],
+    },
     { name: 'a bad prefix and a bad name are both reported, prefix first', given: 'Bad/-x', want: [prefixFormat, nameFormat] },
     {
       name: 'two slashes give one message and nothing else',
@@ -80,7 +88,11 @@ describe('isValidLabelValue (validation.IsValidLabelValue = content.IsLabelValue
     { name: 'a value of 64 bytes is too long', given: 'v'.repeat(64), want: ['must be no more than 63 …'] },
     { name: 'a slash is not allowed', given: 'a/b', want: [labelValueFormat] },
     { name: 'a value starting with a dot is not allowed', given: '.a', want: [labelValueFormat] },
-    { name: 'a too long value with a space gives both messages, length first', given: `${'v'.repeat(64)} `, want: ['must be no more than 63 …', labelValueFormat] },
+    {
+      name: 'a too long value with a space gives both messages, length first',
+      given: `${'v'.repeat(64)} `,
+      want: ['must be no more than 63 …', labelValueFormat],
+    },
   ];
   for (const row of rows) {
     it(row.name, () => {
@@ -134,7 +146,9 @@ describe('the format scans accept exactly what upstream’s regular expressions 
   const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
   const subdomain = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
   // Every character class boundary, a trailing newline (which `$` must not skip) and non-ASCII.
-  const text = fc.array(fc.constantFrom('a', 'z', 'A', 'Z', '0', '9', '-', '_', '.', '/', ' ', '\n', 'é', '`', '{', '@', '[', ':'), { maxLength: 9 }).map((chars) => chars.join(''));
+  const text = fc
+    .array(fc.constantFrom('a', 'z', 'A', 'Z', '0', '9', '-', '_', '.', '/', ' ', '\n', 'é', '`', '{', '@', '[', ':'), { maxLength: 9 })
+    .map((chars) => chars.join(''));
   const params = { seed: 1123, numRuns: 20_000 };
 
   it('label keys: the name part', () => {
@@ -160,7 +174,11 @@ describe('the format scans accept exactly what upstream’s regular expressions 
     fc.assert(
       fc.property(text, (value) => {
         const prefix = value.replaceAll('/', '');
-        assert.equal(isQualifiedName(`${prefix}/name`).includes(prefixFormat), prefix !== '' && !subdomain.test(prefix), JSON.stringify(prefix));
+        assert.equal(
+          isQualifiedName(`${prefix}/name`).includes(prefixFormat),
+          prefix !== '' && !subdomain.test(prefix),
+          JSON.stringify(prefix),
+        );
         // Nine characters at most: never over the length limit, so any message is the format's.
         assert.equal(isDNS1123Subdomain(prefix).length > 0, !subdomain.test(prefix), JSON.stringify(prefix));
       }),
