@@ -10,7 +10,7 @@ import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Toleration } from '../api/types.js';
-import type { PluginName } from '../plugins/plugin.js';
+import { pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandIo } from './command.js';
 import { parseFlags, usage, UsageError } from './flags.js';
@@ -19,18 +19,6 @@ import { offlineFlags } from './review.js';
 import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
 
 /** Why each plugin changes a pod, in one sentence a person can act on. */
-const reasons: Record<PluginName, string> = {
-  DefaultTolerationSeconds:
-    'kube-apiserver gives every pod a bounded stay on a not-ready or unreachable node, so a short outage does not evict it at once and a long one does (DefaultTolerationSeconds)',
-  PodTolerationRestriction:
-    'pods that request memory (QoS not BestEffort) keep scheduling onto nodes under memory pressure, and a namespace or the cluster may add default tolerations (PodTolerationRestriction)',
-  DaemonSetTolerations:
-    "a DaemonSet runs one pod on every node whatever its condition, so its pods tolerate the node-condition taints (the DaemonSet controller's set)",
-  DedicatedNodes:
-    "the namespace belongs to a node group: its pods tolerate the group's taint and require the group's nodes (DedicatedNodes)",
-  TolerationValidation: "every toleration must pass the API server's own validation (TolerationValidation)",
-  SchedulingWarnings: 'the pod is checked against the nodes the cluster state holds (SchedulingWarnings)',
-};
 
 export interface ExplainInput {
   readonly source: string;
@@ -184,7 +172,7 @@ export function describeChange(operation: JsonPatchOperation): string[] {
 function describeStep(step: ReviewStep): string[] {
   const lines: string[] = [];
   if (step.changes.length > 0) {
-    lines.push(`  ${step.plugin}: ${reasons[step.plugin]}`);
+    lines.push(`  ${step.plugin}: ${pluginExplanation(step.plugin)}`);
     for (const change of step.changes) {
       lines.push(...describeChange(change).map((line) => `    ${line}`));
     }

@@ -31,7 +31,7 @@ type PluginBuilder = (
 
 /**
  * Every plugin, in admission order: the one list. A name here joins PluginName,
- * `--enable-plugins` and `--disable-plugins` at once, and `builders` below must then build it (the
+ * `--enable-plugins` and `--disable-plugins` at once, and `registry` below must then hold its entry (the
  * compiler holds the two together). All are on by default.
  */
 export const allPluginNames = [
@@ -46,18 +46,50 @@ export const allPluginNames = [
 
 export type PluginName = (typeof allPluginNames)[number];
 
-const builders: Readonly<Record<PluginName, PluginBuilder>> = {
-  DaemonSetTolerations: () => ({ mutating: createDaemonSetTolerations() }),
-  DefaultTolerationSeconds: (config) => ({ mutating: createDefaultTolerationSeconds(config.defaultTolerationSeconds) }),
-  PodTolerationRestriction: (config) => {
-    const plugin = createPodTolerationRestriction(config.podTolerationRestriction);
-    return { mutating: plugin, validating: plugin };
+/** A plugin's entry: how it is built, and the rule behind it in one sentence (`tolerator explain`). */
+interface RegistryEntry {
+  readonly build: PluginBuilder;
+  readonly explains: string;
+}
+
+const registry: Readonly<Record<PluginName, RegistryEntry>> = {
+  DaemonSetTolerations: {
+    build: () => ({ mutating: createDaemonSetTolerations() }),
+    explains:
+      "a DaemonSet runs one pod on every node whatever its condition, so its pods tolerate the node-condition taints (the DaemonSet controller's set)",
   },
-  DedicatedNodes: (config) =>
-    config.dedicatedNodes === undefined ? undefined : { mutating: config.dedicatedNodes, validating: config.dedicatedNodes },
-  TolerationValidation: () => ({ validating: createTolerationValidation() }),
-  SchedulingWarnings: () => ({ validating: createSchedulingWarnings() }),
+  DefaultTolerationSeconds: {
+    build: (config) => ({ mutating: createDefaultTolerationSeconds(config.defaultTolerationSeconds) }),
+    explains:
+      'kube-apiserver gives every pod a bounded stay on a not-ready or unreachable node, so a short outage does not evict it at once and a long one does (DefaultTolerationSeconds)',
+  },
+  PodTolerationRestriction: {
+    build: (config) => {
+      const plugin = createPodTolerationRestriction(config.podTolerationRestriction);
+      return { mutating: plugin, validating: plugin };
+    },
+    explains:
+      'pods that request memory (QoS not BestEffort) keep scheduling onto nodes under memory pressure, and a namespace or the cluster may add default tolerations (PodTolerationRestriction)',
+  },
+  DedicatedNodes: {
+    build: (config) =>
+      config.dedicatedNodes === undefined ? undefined : { mutating: config.dedicatedNodes, validating: config.dedicatedNodes },
+    explains: "the namespace belongs to a node group: its pods tolerate the group's taint and require the group's nodes (DedicatedNodes)",
+  },
+  TolerationValidation: {
+    build: () => ({ validating: createTolerationValidation() }),
+    explains: "every toleration must pass the API server's own validation (TolerationValidation)",
+  },
+  SchedulingWarnings: {
+    build: () => ({ validating: createSchedulingWarnings() }),
+    explains: 'the pod is checked against the nodes the cluster state holds (SchedulingWarnings)',
+  },
 };
+
+/** The rule behind a plugin in one sentence, as `tolerator explain` shows it. */
+export function pluginExplanation(name: PluginName): string {
+  return registry[name].explains;
+}
 
 export class PluginSelectionError extends Error {
   override readonly name = 'PluginSelectionError';
@@ -88,7 +120,7 @@ export function buildPlugins(config: PluginConfiguration): { mutating: MutatingP
   const validating: ValidatingPlugin[] = [];
   for (const name of allPluginNames) {
     if (!config.enabled.includes(name)) continue;
-    const built = builders[name](config);
+    const built = registry[name].build(config);
     if (built?.mutating !== undefined) mutating.push(built.mutating);
     if (built?.validating !== undefined) validating.push(built.validating);
   }
