@@ -43,6 +43,7 @@ import type { CommandIo } from './command.js';
 import { parseFlags, usage, UsageError, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { loadPolicies, offlineClusterFacts, pipelineFor } from './runtime.js';
+import { isJsonObject } from '../api/types.js';
 
 // ---------------------------------------------------------------------------------------------
 // Running one object through the pipeline (shared with `tolerator simulate --mutate`)
@@ -175,14 +176,10 @@ const caseFields = new Set([
 ]);
 const pathFlags = ['policies', 'cluster-state', 'admission-config'] as const;
 
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
 /** Reads one case document; every problem is an error naming the file and the case. */
 export function parseTestCase(document: unknown, file: string, index: number): TestCase {
   const where = `${file}: document ${index + 1}`;
-  if (!isObject(document)) throw new CaseError(`${where}: a test case must be a mapping`);
+  if (!isJsonObject(document)) throw new CaseError(`${where}: a test case must be a mapping`);
   for (const field of Object.keys(document)) {
     if (!caseFields.has(field))
       throw new CaseError(`${where}: unknown field ${JSON.stringify(field)}; known fields are ${[...caseFields].join(', ')}`);
@@ -209,15 +206,15 @@ export function parseTestCase(document: unknown, file: string, index: number): T
   const operation = document.operation ?? 'CREATE';
   if (operation !== 'CREATE' && operation !== 'UPDATE') throw new CaseError(`${at}: operation must be CREATE or UPDATE`);
   const resource = document.resource;
-  if (!isObject(resource)) throw new CaseError(`${at}: resource must be a Kubernetes object`);
+  if (!isJsonObject(resource)) throw new CaseError(`${at}: resource must be a Kubernetes object`);
   const oldResource = document.oldResource;
-  if (oldResource !== undefined && !isObject(oldResource)) throw new CaseError(`${at}: oldResource must be a Kubernetes object`);
+  if (oldResource !== undefined && !isJsonObject(oldResource)) throw new CaseError(`${at}: oldResource must be a Kubernetes object`);
   if (operation === 'UPDATE' && oldResource === undefined) throw new CaseError(`${at}: an UPDATE needs oldResource`);
   const metadataNamespace = (resource.metadata as { namespace?: unknown } | undefined)?.namespace;
   const namespace = document.namespace ?? (typeof metadataNamespace === 'string' ? metadataNamespace : 'default');
   if (typeof namespace !== 'string') throw new CaseError(`${at}: namespace must be a string`);
   const userInfo = document.userInfo;
-  if (userInfo !== undefined && !isObject(userInfo))
+  if (userInfo !== undefined && !isJsonObject(userInfo))
     throw new CaseError(`${at}: userInfo must be a mapping (username, uid, groups, extra)`);
   return {
     name,
@@ -234,14 +231,14 @@ export function parseTestCase(document: unknown, file: string, index: number): T
 }
 
 function parseExpectation(expect: unknown, at: string): Expectation {
-  if (!isObject(expect) || typeof expect.allowed !== 'boolean') throw new CaseError(`${at}: expect.allowed (true or false) is required`);
+  if (!isJsonObject(expect) || typeof expect.allowed !== 'boolean') throw new CaseError(`${at}: expect.allowed (true or false) is required`);
   const known = expect.allowed ? ['allowed', 'patched', 'warnings'] : ['allowed', 'message', 'messageContains'];
   for (const field of Object.keys(expect)) {
     if (!known.includes(field))
       throw new CaseError(`${at}: expect.${field} does not go with allowed: ${String(expect.allowed)}; use ${known.join(', ')}`);
   }
   if (expect.allowed) {
-    if (expect.patched !== undefined && !isObject(expect.patched))
+    if (expect.patched !== undefined && !isJsonObject(expect.patched))
       throw new CaseError(`${at}: expect.patched must be the resource after the patch`);
     const warnings = expect.warnings;
     if (warnings !== undefined && !(Array.isArray(warnings) && warnings.every((w) => typeof w === 'string')))

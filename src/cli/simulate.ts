@@ -27,6 +27,7 @@ import { admissionFlags, readAdmissionSettings, type AdmissionSettings } from '.
 import type { CommandIo } from './command.js';
 import { admitObject } from './policy-test.js';
 import { loadPolicies, pipelineFor, readClusterState } from './runtime.js';
+import { isJsonObject } from '../api/types.js';
 
 export const simulateFlags = {
   nodes: { kind: 'string', placeholder: 'FILE', help: 'Node manifests (multi-document YAML, JSON, or a v1 List) to simulate against' },
@@ -197,9 +198,9 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
   return subjects;
 
   function collect(value: unknown, where: string): void {
-    if (!isObject(value)) throw new InputError(`${where}: expected a Kubernetes object`);
+    if (!isJsonObject(value)) throw new InputError(`${where}: expected a Kubernetes object`);
     const kind = typeof value.kind === 'string' ? value.kind : '';
-    const metadata = isObject(value.metadata) ? value.metadata : {};
+    const metadata = isJsonObject(value.metadata) ? value.metadata : {};
     const name =
       typeof metadata.name === 'string' ? metadata.name : typeof metadata.generateName === 'string' ? metadata.generateName : '(unnamed)';
     const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : 'default';
@@ -227,8 +228,8 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
       warn(`${where}: ${kind === '' ? 'an object without kind' : kind} ignored (not a pod or workload)`);
       return;
     }
-    if (!isObject(template) || !isObject(template.spec)) throw new InputError(`${where}: ${label} has no pod template spec`);
-    const templateMetadata = isObject(template.metadata) ? template.metadata : {};
+    if (!isJsonObject(template) || !isJsonObject(template.spec)) throw new InputError(`${where}: ${label} has no pod template spec`);
+    const templateMetadata = isJsonObject(template.metadata) ? template.metadata : {};
     const fromDaemonSet = kind === 'DaemonSet';
     const pod: Pod = {
       apiVersion: 'v1',
@@ -249,13 +250,9 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
 function dig(value: JsonObject, path: readonly string[]): unknown {
   let current: unknown = value;
   for (const key of path) {
-    current = isObject(current) ? current[key] : undefined;
+    current = isJsonObject(current) ? current[key] : undefined;
   }
   return current;
-}
-
-function isObject(value: unknown): value is JsonObject {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 /** A table for a person: one row per pod and node, the pod named on its first row only. */

@@ -32,6 +32,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
@@ -169,7 +170,7 @@ function withObjectAt(object: Record<string, unknown>, path: readonly string[], 
 
 /** The admission layer has checked the shapes of the fields read here (src/admission/object-shape.ts); this only guards against absence. */
 function asObject(value: unknown): Record<string, unknown> | undefined {
-  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
+  return isJsonObject(value) ? value : undefined;
 }
 
 function podSpecOf(value: unknown): PodSpec | undefined {
