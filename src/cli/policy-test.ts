@@ -231,7 +231,8 @@ export function parseTestCase(document: unknown, file: string, index: number): T
 }
 
 function parseExpectation(expect: unknown, at: string): Expectation {
-  if (!isJsonObject(expect) || typeof expect.allowed !== 'boolean') throw new CaseError(`${at}: expect.allowed (true or false) is required`);
+  if (!isJsonObject(expect) || typeof expect.allowed !== 'boolean')
+    throw new CaseError(`${at}: expect.allowed (true or false) is required`);
   const known = expect.allowed ? ['allowed', 'patched', 'warnings'] : ['allowed', 'message', 'messageContains'];
   for (const field of Object.keys(expect)) {
     if (!known.includes(field))
