@@ -39,7 +39,7 @@ import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '
 import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
-import { isMirrorPodRequest, isPodRequest } from './plugin.js';
+import { isMirrorPodRequest } from './plugin.js';
 import type {
   AdmissionAttributes,
   Findings,
@@ -251,11 +251,15 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
       [auditKeys.decision]: 'conflict' satisfies DedicatedNodesDecision,
     };
     const message = conflictMessage(namespace, groups.conflict);
-    if (isPodRequest(attributes) && attributes.operation === 'UPDATE') {
-      // The pod exists already, and refusing its updates (finalizer removal, labels) would wedge
-      // running workloads until the policies are fixed, without protecting a node: the conflict
-      // alone only warns. What the update adds is still judged, as for a namespace of no group:
-      // a new toleration of any group's taint is foreign, since neither group can be trusted.
+    // A pod's update, or a workload's that leaves its pod template alone (a scale, a label, the
+    // garbage collector removing a finalizer), touches an object that exists already: refusing it
+    // would wedge running workloads until the policies are fixed, without protecting a node, so
+    // the conflict alone only warns. What the update adds is still judged, as for a namespace of
+    // no group: a new toleration of any group's taint is foreign, since neither group can be
+    // trusted. A workload update that changes its template is refused like a CREATE.
+    const existingLeftAlone =
+      attributes.operation === 'UPDATE' && (workload.kind === 'Pod' || isDeepStrictEqual(workload.spec, workload.oldSpec));
+    if (existingLeftAlone) {
       return {
         prepared,
         memberships: set.policies.map((policy) => ({ policy, group: '' })),

@@ -905,6 +905,50 @@ describe('DedicatedNodes on every workload with a pod template', () => {
   }
 });
 
+describe('DedicatedNodes on workload updates in a namespace two policies place in different groups', () => {
+  const deployment = (podSpec: JsonObject, finalizers: string[] = []): JsonObject => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name: 'web', namespace: 'team-a-dev', finalizers },
+    spec: {
+      replicas: 3,
+      template: { metadata: { labels: { app: 'web' } }, spec: { containers: [{ name: 'c', image: 'c:1' }], ...podSpec } },
+    },
+  });
+  const attributes = (object: JsonObject, oldObject: JsonObject): AdmissionAttributes => ({
+    ...podAttributes('UPDATE', object, oldObject, 'team-a-dev'),
+    kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+    resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+    name: 'web',
+  });
+  const rows: { name: string; object: JsonObject; oldObject: JsonObject; want: RegExp | undefined }[] = [
+    {
+      name: "an update that leaves the template alone (the garbage collector removing a finalizer) is allowed with the conflict's warning",
+      object: deployment({}),
+      oldObject: deployment({}, ['foregroundDeletion']),
+      want: undefined,
+    },
+    {
+      name: 'an update that changes the template is denied, as a CREATE is',
+      object: deployment({ hostNetwork: true }),
+      oldObject: deployment({}),
+      want: /belongs to more than one dedicated-node group/,
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      const outcome = plugin(byLabel, byPrefix).validate(row.object, attributes(row.object, row.oldObject), context('team-a-dev'));
+      if (row.want === undefined) {
+        assert.equal(outcome.denial, undefined, forbiddenMessage(outcome.denial));
+        assert.ok(outcome.warnings?.some((warning) => /belongs to more than one dedicated-node group/.test(warning)));
+        assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], 'conflict');
+      } else {
+        assert.match(forbiddenMessage(outcome.denial), row.want);
+      }
+    });
+  }
+});
+
 describe('DedicatedNodes gives CEL the whole admission request as `request`', () => {
   const exemptFor = (expression: string): TenancyPolicy => compilePolicy('by-user', { ...labelPolicySpec(), exempt: expression });
   const userInfo = {
