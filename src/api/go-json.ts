@@ -285,19 +285,24 @@ function quoteGoByte(byte: number): string {
   return `'${quoted}'`;
 }
 
+/**
+ * The characters strconv.Quote writes with a backslash escape of their own (appendEscapedRune),
+ * by code point; the quote character (`"` for Quote, `'` for QuoteRune) is escaped as well.
+ */
+export const goBackslashEscapes: Readonly<Record<number, string>> = {
+  0x07: '\\a',
+  0x08: '\\b',
+  0x0c: '\\f',
+  0x0a: '\\n',
+  0x0d: '\\r',
+  0x09: '\\t',
+  0x0b: '\\v',
+  0x5c: '\\\\',
+};
+
 /** strconv.Quote of one rune below U+0100, without the surrounding double quotes. */
 function goQuoteRune(code: number): string {
-  const escapes: Record<number, string> = {
-    0x07: '\\a',
-    0x08: '\\b',
-    0x0c: '\\f',
-    0x0a: '\\n',
-    0x0d: '\\r',
-    0x09: '\\t',
-    0x0b: '\\v',
-    0x5c: '\\\\',
-  };
-  const escaped = escapes[code];
+  const escaped = goBackslashEscapes[code];
   if (escaped !== undefined) return escaped;
   const char = String.fromCodePoint(code);
   if (/^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u.test(char)) return char;

@@ -2,6 +2,7 @@
  * Field errors as k8s.io/apimachinery/pkg/util/validation/field renders them, so a denial reads
  * exactly like the API server's own `Pod "x" is invalid: spec.tolerations[0].value: Invalid value: …`.
  */
+import { goBackslashEscapes } from '../api/go-json.js';
 
 /** The cause types of apimachinery's field.ErrorType; they appear as `details.causes[].reason`. */
 export type FieldErrorType =
@@ -133,19 +134,11 @@ export function goQuote(value: string): string {
 
 /** strconv.Quote of each ASCII character: undefined for the printable ones, written as they are. */
 const asciiQuoted: readonly (string | undefined)[] = Array.from({ length: 0x80 }, (_, code) => {
-  const named: Record<number, string> = {
-    0x22: '\\"',
-    0x5c: '\\\\',
-    0x07: '\\a',
-    0x08: '\\b',
-    0x0c: '\\f',
-    0x0a: '\\n',
-    0x0d: '\\r',
-    0x09: '\\t',
-    0x0b: '\\v',
-  };
-  if (Object.hasOwn(named, code)) {
-    return named[code];
+  if (code === 0x22) {
+    return '\\"';
+  }
+  if (Object.hasOwn(goBackslashEscapes, code)) {
+    return goBackslashEscapes[code];
   }
   // Space to tilde is printable (letters, digits, punctuation and symbols); the rest, C0 and DEL, is not.
   return code >= 0x20 && code < 0x7f ? undefined : `\\x${code.toString(16).padStart(2, '0')}`;
