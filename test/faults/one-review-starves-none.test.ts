@@ -17,7 +17,7 @@
  * bench's target for the whole worst review is 250 ms.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -26,8 +26,8 @@ import { after, before, describe, it } from 'node:test';
 import { writeClusterState } from '../../bench/payloads.js';
 import { worstReviews, type WorstReview } from '../../bench/worst-reviews.js';
 import { loadReviewFixture } from '../support/harness.js';
+import { spawnServe } from '../support/serve-process.js';
 
-const root = join(import.meta.dirname, '..', '..');
 const ordinaryDeadlineMs = 1_000;
 /** How long ordinary reviews keep coming while the worst one is answered, at most. */
 const overlapMs = 10_000;
@@ -53,29 +53,7 @@ interface Served {
 
 /** Starts `tolerator serve` and resolves once it logs the port it serves on. */
 async function startServe(clusterState: string): Promise<Served> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--enable-experimental-regexp-engine-on-excessive-backtracks',
-      '--import',
-      'tsx',
-      'src/main.ts',
-      'serve',
-      '--port',
-      '0',
-      '--bind-address',
-      '127.0.0.1',
-      '--policies',
-      'policies',
-      '--cluster-state',
-      clusterState,
-      '--shutdown-delay',
-      '0',
-      '--shutdown-grace',
-      '1',
-    ],
-    { cwd: root, stdio: 'pipe' },
-  );
+  const child = spawnServe(['--policies', 'policies', '--cluster-state', clusterState, '--shutdown-delay', '0', '--shutdown-grace', '1']);
   let buffered = '';
   const port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => {

@@ -27,9 +27,9 @@ import {
   type Pair,
 } from '../support/certificates.js';
 import { appFromArgs, loadReviewFixture, silentLogger } from '../support/harness.js';
+import { spawnServe } from '../support/serve-process.js';
 
 const serviceName = 'tolerator.tolerator-system.svc';
-const root = join(import.meta.dirname, '..', '..');
 
 const noCertificateMessage =
   'client certificate required: this webhook answers only clients with a certificate signed by a CA of its --client-ca-file';
@@ -438,22 +438,7 @@ describe('parseClientCaBundle', () => {
 describe('tolerator serve --client-ca-file', () => {
   /** Runs the CLI until it exits or logs that it serves. */
   function serve(args: readonly string[]): { child: ReturnType<typeof spawn>; port: Promise<number>; stderr: () => string } {
-    const child = spawn(
-      process.execPath,
-      [
-        '--enable-experimental-regexp-engine-on-excessive-backtracks',
-        '--import',
-        'tsx',
-        'src/main.ts',
-        'serve',
-        '--port',
-        '0',
-        '--bind-address',
-        '127.0.0.1',
-        ...args,
-      ],
-      { cwd: root, stdio: 'pipe' },
-    );
+    const child = spawnServe(args);
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
     let stdout = '';

@@ -4,14 +4,12 @@
  * what is in flight and exits 0 without dropping a request.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Agent, request as httpsRequest } from 'node:https';
-import { join } from 'node:path';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
-
-const root = join(import.meta.dirname, '..', '..');
+import { spawnServe } from '../support/serve-process.js';
 
 interface Served {
   readonly child: ChildProcessWithoutNullStreams;
@@ -21,22 +19,7 @@ interface Served {
 
 /** Starts the CLI and resolves once it logs the port it serves on. */
 async function startServe(args: readonly string[]): Promise<Served> {
-  const child = spawn(
-    process.execPath,
-    [
-      '--enable-experimental-regexp-engine-on-excessive-backtracks',
-      '--import',
-      'tsx',
-      'src/main.ts',
-      'serve',
-      '--port',
-      '0',
-      '--bind-address',
-      '127.0.0.1',
-      ...args,
-    ],
-    { cwd: root, stdio: 'pipe' },
-  );
+  const child = spawnServe(args);
   const logs: Record<string, unknown>[] = [];
   let buffered = '';
   const port = await new Promise<number>((resolve, reject) => {
