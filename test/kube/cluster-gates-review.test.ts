@@ -98,6 +98,31 @@ describe('feature gates read from the cluster, in reviews', () => {
     assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'cluster-version');
   });
 
+  it('takes the newest entry of the table for a version newer than it, and nothing for one older than a gate', async (t) => {
+    const { fake, source } = await served(t);
+    fake.answerMetrics({ kind: 'status', code: 403 });
+    fake.answerVersion({ kind: 'info', info: { major: '1', minor: '40+', gitVersion: 'v1.40.1-gke.100' } });
+    await source.refresh();
+    assert.deepEqual(source.resolved().PodLevelResources, {
+      enabled: true,
+      source: 'cluster-version',
+      version: { version: { major: 1, minor: 40 }, default: { enabled: true, stage: 'BETA', beyondTable: true } },
+    });
+
+    fake.answerVersion({ kind: 'info', info: versionInfo('v1.31.4') });
+    await source.refresh();
+    assert.deepEqual(source.current(), { TaintTolerationComparisonOperators: false, PodLevelResources: false });
+  });
+
+  it('falls back to the version when /metrics answers garbage, and still answers reviews', async (t) => {
+    const { fake, source, app } = await served(t);
+    fake.answerMetrics({ kind: 'text', text: Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 256)).toString('latin1') });
+    await source.refresh();
+
+    assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'cluster-version');
+    assert.equal((await validate(app)).status?.message, apiServerMessage);
+  });
+
   it('keeps an explicit --feature-gates value against the cluster', async (t) => {
     const { fake, source, app } = await served(t, ['--feature-gates=TaintTolerationComparisonOperators=false']);
     fake.reportFeatureGates({ TaintTolerationComparisonOperators: true });
