@@ -2,17 +2,24 @@
 /**
  * The entry point: it dispatches each command and is the only module that reads process state.
  * `serve` is composed here: flags become configuration, and the logger, metrics, cluster state,
- * policies, pipeline and server are built and handed to one another (the policies and pipeline
+ * feature gate source, policies, pipeline and server are built and handed to one another (the policies and pipeline
  * through src/cli/runtime.ts). The other commands get the process's I/O as a CommandIo and build
  * their pipeline through src/cli/runtime.ts too. No other module creates a singleton.
  */
 import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { pino, type Logger } from 'pino';
+import type { ResolvedGates } from './api/feature-gate-resolution.js';
 import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.js';
 import { AdmissionError } from './admission/errors.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
-import { admissionFlags, readAdmissionSettings } from './cli/options.js';
+import {
+  admissionFlags,
+  defaultRefreshInterval,
+  minRefreshIntervalSeconds,
+  parseRefreshInterval,
+  readAdmissionSettings,
+} from './cli/options.js';
 import type { Command, CommandIo } from './cli/command.js';
 import { explainCommand } from './cli/explain.js';
 import { reviewCommand } from './cli/review.js';
@@ -25,6 +32,7 @@ import { generateDevelopmentCertificate, readCertificatePair } from './http/serv
 import { startTlsServer } from './http/tls-server.js';
 import { loadClusterStateFile } from './kube/cluster-state-file.js';
 import { pipelineFor, startTenancy } from './cli/runtime.js';
+import { startFeatureGateSource } from './kube/feature-gate-source.js';
 
 const serveFlags = {
   ...admissionFlags,
@@ -45,6 +53,11 @@ const serveFlags = {
     kind: 'string',
     placeholder: 'FILE',
     help: 'kubeconfig to watch Namespaces and Nodes with (else in-cluster config, else --cluster-state)',
+  },
+  'feature-gate-refresh-interval': {
+    kind: 'string',
+    placeholder: 'DURATION',
+    help: `with a cluster: how often the gates --feature-gates does not set are re-read from the API server's /metrics and /version (default ${defaultRefreshInterval}; 0: only at start; else at least ${minRefreshIntervalSeconds}s)`,
   },
   'log-level': { kind: 'string', placeholder: 'LEVEL', help: 'debug, info, warn or error (default info)' },
   'shutdown-delay': {
@@ -133,11 +146,17 @@ async function serve(argv: readonly string[]): Promise<number> {
     Number((flags.values.get(name) as bigint | undefined) ?? fallback);
   const logger = createLogger(str('log-level'));
   const settings = readAdmissionSettings(flags);
+  const refreshIntervalMs = parseRefreshInterval(str('feature-gate-refresh-interval'));
   // Read before anything starts watching, so that a bad file ends the process at once.
   const clientCaFile = str('client-ca-file');
   const clientCa = clientCaFile === undefined ? undefined : { bundle: await readClientCaFlag(clientCaFile), file: clientCaFile };
   let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
-  const metrics = createMetrics({ collectProcessMetrics: true, cacheSyncState: () => cacheSyncState() });
+  let featureGateState = (): ResolvedGates | undefined => undefined;
+  const metrics = createMetrics({
+    collectProcessMetrics: true,
+    cacheSyncState: () => cacheSyncState(),
+    featureGateState: () => featureGateState(),
+  });
 
   // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
   // there is a cluster to watch (a kubeconfig, or the service account of an in-cluster pod).
@@ -146,6 +165,15 @@ async function serve(argv: readonly string[]): Promise<number> {
   const kube = kubeconfigPath !== undefined || inCluster ? await import('./kube/informers.js') : undefined;
   const kubeConfig =
     kube === undefined ? undefined : (await import('./kube/kube-config.js')).loadKubeConfig({ kubeconfigPath, env: process.env });
+  // The gates the flag leaves open follow the cluster when there is one (src/kube/feature-gate-source.ts).
+  const clusterGates = kubeConfig === undefined ? undefined : await import('./kube/cluster-feature-gates.js');
+  const gates = startFeatureGateSource({
+    explicit: settings.explicitGates,
+    read: clusterGates === undefined || kubeConfig === undefined ? undefined : () => clusterGates.readClusterFeatureGates(kubeConfig),
+    refreshIntervalMs,
+    logger,
+  });
+  featureGateState = () => gates.resolved();
   let clusterFacts: ClusterFacts;
   if (kube !== undefined && kubeConfig !== undefined) {
     const informers = kube.startInformers({ kubeConfig, logger });
@@ -177,7 +205,7 @@ async function serve(argv: readonly string[]): Promise<number> {
 
   let shuttingDown = false;
   const app = createApp({
-    pipeline: pipelineFor(settings, clusterFacts, tenancy.current),
+    pipeline: pipelineFor(settings, clusterFacts, tenancy.current, () => gates.current()),
     logger,
     metrics,
     now: () => performance.now(),
@@ -186,8 +214,11 @@ async function serve(argv: readonly string[]): Promise<number> {
         const reasons: string[] = [];
         if (shuttingDown) reasons.push('shutting down');
         if (!clusterFacts.isSynced()) reasons.push('namespace and node caches have not synced');
+        // Bounded: the first read of the cluster's gates gives up after its deadline.
+        if (!gates.settled()) reasons.push('feature gates have not been read from the cluster yet');
         return { ready: reasons.length === 0, reasons };
       },
+      detail: () => gates.detail(),
     },
   });
   const port = int('port', 8443);
@@ -199,7 +230,7 @@ async function serve(argv: readonly string[]): Promise<number> {
     );
   }
   logger.info(
-    { port: server.address().port, plugins: settings.enabled, featureGates: settings.gates, policies: tenancy.current().policies.length },
+    { port: server.address().port, plugins: settings.enabled, featureGates: gates.current(), policies: tenancy.current().policies.length },
     'tolerator serving',
   );
 
@@ -213,6 +244,7 @@ async function serve(argv: readonly string[]): Promise<number> {
       setTimeout(() => {
         void server.close(graceMs).then(async () => {
           tenancy.close();
+          gates.stop();
           await clusterFacts.stop();
           logger.info('stopped');
           resolve(0);

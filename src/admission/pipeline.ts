@@ -30,7 +30,12 @@ export type WebhookSide = 'mutate' | 'validate';
 export interface PipelineOptions {
   readonly mutating: readonly MutatingPlugin[];
   readonly validating: readonly ValidatingPlugin[];
-  readonly gates: FeatureGates;
+  /**
+   * The feature gates: a fixed value (the offline commands), or a function read once per review,
+   * when its plugin context is built (serve, whose gates follow the cluster:
+   * src/kube/feature-gate-source.ts), so that every plugin of one review sees the same gates.
+   */
+  readonly gates: FeatureGates | (() => FeatureGates);
   readonly clusterFacts: ClusterFacts;
 }
 
@@ -156,7 +161,7 @@ async function readContext(
     nodeName === undefined ? undefined : facts.readNode(nodeName),
   ]);
   return {
-    gates: options.gates,
+    gates: typeof options.gates === 'function' ? options.gates() : options.gates,
     namespace,
     node: (name) => (name === nodeName ? namedNode : facts.getNode(name)),
     nodesKnown: facts.knowsNodes,

@@ -18,3 +18,19 @@ export const defaultFeatureGates: FeatureGates = {
 export type FeatureGateName = keyof FeatureGates;
 
 export const featureGateNames: readonly FeatureGateName[] = ['TaintTolerationComparisonOperators', 'PodLevelResources'];
+
+/** The gates `--feature-gates` sets explicitly; a gate it does not name is absent. */
+export type ExplicitFeatureGates = Readonly<Partial<Record<FeatureGateName, boolean>>>;
+
+/**
+ * Where a gate's value came from, strongest first: `--feature-gates`; the API server's own
+ * `/metrics` (`kubernetes_feature_enabled`); the default of the Kubernetes version `/version`
+ * reports; tolerator's built-in default (no cluster, or nothing read from it yet).
+ */
+export type FeatureGateSource = 'flag' | 'cluster-metrics' | 'cluster-version' | 'default';
+
+export const featureGateSources: readonly FeatureGateSource[] = ['flag', 'cluster-metrics', 'cluster-version', 'default'];
+
+export function isFeatureGateName(name: string): name is FeatureGateName {
+  return (featureGateNames as readonly string[]).includes(name);
+}

@@ -78,6 +78,45 @@ function parseInt64Flag(name: string, raw: string): bigint {
   return value;
 }
 
+/** Milliseconds per unit of Go's time.ParseDuration. */
+const durationUnits: ReadonlyMap<string, number> = new Map([
+  ['ns', 1e-6],
+  ['us', 1e-3],
+  ['\u00b5s', 1e-3],
+  ['\u03bcs', 1e-3],
+  ['ms', 1],
+  ['s', 1_000],
+  ['m', 60_000],
+  ['h', 3_600_000],
+]);
+
+/**
+ * Go's time.ParseDuration, as kube flags take durations (`90s`, `5m`, `1h30m`, `1.5h`, `0`), in
+ * milliseconds; a negative duration is refused (no flag here means one).
+ */
+export function parseDuration(name: string, raw: string): number {
+  const invalid = (): UsageError => new UsageError(`invalid duration ${JSON.stringify(raw)} for --${name} (for example 30s, 5m, 1h30m)`);
+  const text = raw.startsWith('+') ? raw.slice(1) : raw;
+  if (text.startsWith('-')) throw new UsageError(`--${name} may not be negative, got ${JSON.stringify(raw)}`);
+  if (text === '0') return 0;
+  if (text === '') throw invalid();
+  const isNumberChar = (char: string | undefined): boolean => char === '.' || (char !== undefined && char >= '0' && char <= '9');
+  let total = 0;
+  let position = 0;
+  while (position < text.length) {
+    const numberStart = position;
+    while (isNumberChar(text[position])) position++;
+    const number = text.slice(numberStart, position);
+    if (number === '' || number === '.' || number.indexOf('.') !== number.lastIndexOf('.')) throw invalid();
+    const unitStart = position;
+    while (position < text.length && !isNumberChar(text[position])) position++;
+    const unit = durationUnits.get(text.slice(unitStart, position));
+    if (unit === undefined) throw invalid();
+    total += Number(number) * unit;
+  }
+  return total;
+}
+
 export function usage(specs: Readonly<Record<string, FlagSpec>>): string {
   return Object.entries(specs)
     .map(([name, spec]) => {

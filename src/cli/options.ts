@@ -4,13 +4,20 @@
  * files say is parsed by the pure modules.
  */
 import { readFileSync } from 'node:fs';
-import { defaultFeatureGates, featureGateNames, type FeatureGateName, type FeatureGates } from '../api/feature-gates.js';
+import {
+  defaultFeatureGates,
+  featureGateNames,
+  isFeatureGateName,
+  type ExplicitFeatureGates,
+  type FeatureGateName,
+  type FeatureGates,
+} from '../api/feature-gates.js';
 import { parseAdmissionConfig } from '../plugins/admission-config.js';
 import { defaultTolerationSeconds } from '../plugins/default-toleration-seconds.js';
 import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-restriction.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { selectPlugins } from '../plugins/registry.js';
-import { parseBool, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
+import { parseBool, parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
 export const admissionFlags = {
   'feature-gates': {
@@ -44,7 +51,10 @@ export const admissionFlags = {
 } as const satisfies Record<string, FlagSpec>;
 
 export interface AdmissionSettings {
+  /** The gates as the flag and the built-in defaults set them: what the offline commands decide with. */
   readonly gates: FeatureGates;
+  /** The gates `--feature-gates` names; `serve` with a cluster reads the others from it. */
+  readonly explicitGates: ExplicitFeatureGates;
   readonly enabled: readonly PluginName[];
   readonly notReadySeconds: number;
   readonly unreachableSeconds: number;
@@ -53,13 +63,10 @@ export interface AdmissionSettings {
   readonly clusterStateFile: string | undefined;
 }
 
-/** component-base's `--feature-gates` syntax: comma-separated `Name=bool`, unknown names refused. */
-export function parseFeatureGates(raw: string | undefined): FeatureGates {
-  const gates: Record<FeatureGateName, boolean> = { ...defaultFeatureGates };
-  if (raw === undefined) {
-    return gates;
-  }
-  for (const entry of raw.split(',')) {
+/** component-base's `--feature-gates` syntax: comma-separated `Name=bool`, unknown names refused; the last value of a name wins. */
+export function parseExplicitFeatureGates(raw: string | undefined): ExplicitFeatureGates {
+  const gates: Partial<Record<FeatureGateName, boolean>> = {};
+  for (const entry of (raw ?? '').split(',')) {
     const item = entry.trim();
     if (item === '') {
       continue;
@@ -69,12 +76,38 @@ export function parseFeatureGates(raw: string | undefined): FeatureGates {
       throw new UsageError(`--feature-gates: missing bool value for ${item}`);
     }
     const name = item.slice(0, eq).trim();
-    if (!(featureGateNames as readonly string[]).includes(name)) {
+    if (!isFeatureGateName(name)) {
       throw new UsageError(`--feature-gates: unrecognized feature gate: ${name}`);
     }
-    gates[name as FeatureGateName] = parseBool('feature-gates', item.slice(eq + 1).trim());
+    gates[name] = parseBool('feature-gates', item.slice(eq + 1).trim());
   }
   return gates;
+}
+
+/** The flag over the built-in defaults. */
+export function parseFeatureGates(raw: string | undefined): FeatureGates {
+  return { ...defaultFeatureGates, ...parseExplicitFeatureGates(raw) };
+}
+
+/**
+ * `serve --feature-gate-refresh-interval`: 5 min by default. A control-plane upgrade (the moment a
+ * gate's value changes) replaces API servers over tens of minutes, so tolerator follows it within
+ * 5 min; each read makes the API server render its /metrics (a few MB) once per replica, a tenth
+ * of what one Prometheus scraping it every 30 s costs. Below 10 s a replica would read that body
+ * more often than a typical scrape interval (15–60 s) for nothing: refused as a mistake.
+ */
+export const defaultRefreshInterval = '5m';
+export const minRefreshIntervalSeconds = 10;
+
+/** The interval in milliseconds; 0 means "read at start only". */
+export function parseRefreshInterval(raw: string | undefined): number {
+  const ms = parseDuration('feature-gate-refresh-interval', raw ?? defaultRefreshInterval);
+  if (ms !== 0 && ms < minRefreshIntervalSeconds * 1000) {
+    throw new UsageError(
+      `--feature-gate-refresh-interval must be 0 (read once, at start) or at least ${minRefreshIntervalSeconds}s, got ${raw}`,
+    );
+  }
+  return ms;
 }
 
 function list(raw: string | undefined): string[] {
@@ -102,7 +135,8 @@ function seconds(flags: ParsedFlags, name: string): number {
 
 export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
   const str = (name: string): string | undefined => flags.values.get(name) as string | undefined;
-  const gates = parseFeatureGates(str('feature-gates'));
+  const explicitGates = parseExplicitFeatureGates(str('feature-gates'));
+  const gates: FeatureGates = { ...defaultFeatureGates, ...explicitGates };
   let enabled: readonly PluginName[];
   try {
     enabled = selectPlugins(list(str('enable-plugins')), list(str('disable-plugins')));
@@ -119,6 +153,7 @@ export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
         });
   return {
     gates,
+    explicitGates,
     enabled,
     notReadySeconds: seconds(flags, 'default-not-ready-toleration-seconds'),
     unreachableSeconds: seconds(flags, 'default-unreachable-toleration-seconds'),

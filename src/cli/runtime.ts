@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
+import type { FeatureGates } from '../api/feature-gates.js';
 import { createPipeline, type Pipeline } from '../admission/pipeline.js';
 import type { Metrics } from '../http/metrics.js';
 import { parseClusterState, staticClusterFacts, type ClusterState } from '../kube/cluster-state-file.js';
@@ -104,12 +105,21 @@ function logCautions(logger: Logger, dir: string, set: PolicySet): void {
   }
 }
 
-export function pipelineFor(settings: AdmissionSettings, clusterFacts: ClusterFacts, policies: () => PolicySet): Pipeline {
+/**
+ * The pipeline of a command. `gates` is the flag's value (`settings.gates`) unless given: `serve`
+ * passes its gate source, read once per review.
+ */
+export function pipelineFor(
+  settings: AdmissionSettings,
+  clusterFacts: ClusterFacts,
+  policies: () => PolicySet,
+  gates: () => FeatureGates = () => settings.gates,
+): Pipeline {
   const plugins = buildPlugins({
     enabled: settings.enabled,
     defaultTolerationSeconds: { notReadySeconds: settings.notReadySeconds, unreachableSeconds: settings.unreachableSeconds },
     podTolerationRestriction: settings.podTolerationRestriction,
     dedicatedNodes: createDedicatedNodes(policies),
   });
-  return createPipeline({ ...plugins, gates: settings.gates, clusterFacts });
+  return createPipeline({ ...plugins, gates, clusterFacts });
 }

@@ -28,6 +28,8 @@ export const maxBodyBytes = 7 * 1024 * 1024;
 export interface Readiness {
   /** Whether this replica should receive reviews, and if not, why. */
   check(): { ready: boolean; reasons: readonly string[] };
+  /** Lines `/readyz?verbose` adds after the verdict (which feature gates are in force and why); they never change the status. */
+  detail?(): readonly string[];
 }
 
 export interface AppDependencies {
@@ -72,12 +74,16 @@ function createExpressApp(deps: AppDependencies): express.Express {
   app.get('/healthz', (_req, res) => {
     res.type('text/plain').send('ok');
   });
-  app.get('/readyz', (_req, res) => {
+  app.get('/readyz', (req, res) => {
     const { ready, reasons } = deps.readiness.check();
+    const verdict = ready ? 'ok' : `not ready: ${reasons.join('; ')}`;
+    // `?verbose`, as kube-apiserver's /readyz takes it: the same status, with the detail after the verdict.
+    const verbose = req.query.verbose !== undefined;
+    const detail = verbose ? (deps.readiness.detail?.() ?? []) : [];
     res
       .status(ready ? 200 : 503)
       .type('text/plain')
-      .send(ready ? 'ok' : `not ready: ${reasons.join('; ')}`);
+      .send(verbose ? [verdict, ...detail].join('\n') + '\n' : verdict);
   });
   app.get('/metrics', async (_req, res) => {
     res.type(deps.metrics.registry.contentType).send(await deps.metrics.registry.metrics());

@@ -3,6 +3,7 @@
  * composition root and passed to whatever records into them.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { FeatureGateName, FeatureGateSource } from '../api/feature-gates.js';
 
 export interface Metrics {
   readonly registry: Registry;
@@ -22,12 +23,17 @@ export interface Metrics {
   readonly unauthenticatedRequests: Counter<'reason'>;
   readonly clientCaReloads: Counter<'result'>;
   readonly clientCaExpiry: Gauge;
+  /** Each feature gate's value (0/1), labelled with where it came from; one series per gate. */
+  readonly featureGateEnabled: Gauge<'name' | 'source'>;
 }
 
 export interface MetricsOptions {
   readonly collectProcessMetrics: boolean;
   /** Read at every scrape: each informer cache's sync state, by resource. */
   readonly cacheSyncState?: () => Readonly<Record<string, boolean>>;
+  /** Read at every scrape: each feature gate's value and source (undefined: no series). */
+  readonly featureGateState?: () =>
+    Readonly<Record<FeatureGateName, { readonly enabled: boolean; readonly source: FeatureGateSource }>> | undefined;
 }
 
 export function createMetrics(options: MetricsOptions): Metrics {
@@ -111,6 +117,21 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: 'tolerator_client_ca_expiry_timestamp_seconds',
       help: 'Earliest expiry (notAfter) among the CAs of --client-ca-file, as a Unix time (0 when the flag is not set).',
       registers: [registry],
+    }),
+    featureGateEnabled: new Gauge({
+      name: 'tolerator_feature_gate_enabled',
+      help: "Whether a feature gate is on (1) or off (0) for the reviews now, by gate and by where the value came from: flag, cluster-metrics (the API server's /metrics), cluster-version (the default of the version /version reports) or default (built in).",
+      labelNames: ['name', 'source'] as const,
+      registers: [registry],
+      collect() {
+        const state = options.featureGateState?.();
+        if (state === undefined) return;
+        // Rebuilt at every scrape, so a gate whose source changed has no stale series left.
+        this.reset();
+        for (const [name, gate] of Object.entries(state)) {
+          this.set({ name, source: gate.source }, gate.enabled ? 1 : 0);
+        }
+      },
     }),
   };
 }

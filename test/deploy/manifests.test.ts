@@ -457,20 +457,25 @@ describe('RBAC', () => {
     assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: account, namespace: NAMESPACE }]);
   });
 
-  it('grants exactly get/list/watch on namespaces and nodes, and no Role anywhere', () => {
+  it('grants exactly get/list/watch on namespaces and nodes, get on /metrics and /version, and no Role anywhere', () => {
     const role = one(docs, ClusterRole.is, 'tolerator');
     const grants = (role.rules ?? []).flatMap((rule) => {
       assert.equal(rule.resourceNames, undefined);
-      assert.equal(rule.nonResourceURLs, undefined);
-      return (rule.apiGroups ?? []).flatMap((g) => (rule.resources ?? []).flatMap((r) => rule.verbs.map((v) => `${g}/${r}:${v}`)));
+      const resources = (rule.apiGroups ?? []).flatMap((g) =>
+        (rule.resources ?? []).flatMap((r) => rule.verbs.map((v) => `${g}/${r}:${v}`)),
+      );
+      const urls = (rule.nonResourceURLs ?? []).flatMap((url) => rule.verbs.map((v) => `${url}:${v}`));
+      return [...resources, ...urls];
     });
     assert.deepEqual(grants.sort(), [
+      '/metrics:get',
       '/namespaces:get',
       '/namespaces:list',
       '/namespaces:watch',
       '/nodes:get',
       '/nodes:list',
       '/nodes:watch',
+      '/version:get',
     ]);
     assert.equal(docs.filter((d) => d.kind === 'Role' || d.kind === 'RoleBinding').length, 0);
   });

@@ -2,7 +2,9 @@
  * A fake kube-apiserver for the informer tests: the core/v1 list, watch and get endpoints for
  * Namespaces and Nodes, on 127.0.0.1 with an ephemeral port, answering with the wire shapes the
  * real server uses (lists with metadata.resourceVersion, chunked watch streams of one JSON event
- * per line, Status objects for errors).
+ * per line, Status objects for errors); and the non-resource URLs `/metrics` (with the
+ * `kubernetes_feature_enabled` family among others, as the real exposition orders them) and
+ * `/version`, which tolerator reads its feature gates from.
  *
  * Like the apiserver's watch cache, it keeps a log of events so that a watch from resourceVersion
  * N replays every event after N; `compact` forgets the log, after which a watch from an older
@@ -13,6 +15,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
+import { featureMetricsText, versionInfo } from '../support/api-server-answers.js';
 
 export type Resource = 'namespaces' | 'nodes';
 
@@ -62,8 +65,26 @@ const kindOf: Record<Resource, { kind: string; listKind: string }> = {
   nodes: { kind: 'Node', listKind: 'NodeList' },
 };
 
+/** What `/metrics` answers: an exposition, a refusal, or a body written by the test (huge, slow, cut). */
+export type MetricsAnswer =
+  | { readonly kind: 'text'; readonly text: string }
+  | { readonly kind: 'status'; readonly code: number }
+  | { readonly kind: 'custom'; readonly write: (res: ServerResponse) => void };
+
+/** What `/version` answers: a version.Info object, or a refusal. */
+export type VersionAnswer = { readonly kind: 'info'; readonly info: unknown } | { readonly kind: 'status'; readonly code: number };
+
 export class FakeApiServer {
   readonly requests: RecordedRequest[] = [];
+  /** The non-resource paths requested, in order, with the Authorization header each carried. */
+  readonly nonResourceRequests: { path: string; authorization: string | undefined }[] = [];
+  private metricsAnswer: MetricsAnswer = {
+    kind: 'text',
+    text: featureMetricsText({ PodLevelResources: true, TaintTolerationComparisonOperators: false }),
+  };
+  private versionAnswer: VersionAnswer = { kind: 'info', info: versionInfo('v1.35.2') };
+  /** When set, /metrics wants this bearer token and answers 403 without it (RBAC's answer). */
+  private metricsToken: string | undefined;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private resourceVersion = 100;
@@ -108,12 +129,12 @@ export class FakeApiServer {
     return `http://127.0.0.1:${port}`;
   }
 
-  /** A KubeConfig pointing at this server, as a kubeconfig with no user credentials would. */
-  kubeConfig(): KubeConfig {
+  /** A KubeConfig pointing at this server, as a kubeconfig with no user credentials (or with `token`) would. */
+  kubeConfig(token?: string): KubeConfig {
     const kc = new KubeConfig();
     kc.loadFromOptions({
       clusters: [{ name: 'fake', server: this.url, skipTLSVerify: true }],
-      users: [{ name: 'anonymous' }],
+      users: [token === undefined ? { name: 'anonymous' } : { name: 'anonymous', token }],
       contexts: [{ name: 'fake', cluster: 'fake', user: 'anonymous' }],
       currentContext: 'fake',
     });
@@ -210,6 +231,26 @@ export class FakeApiServer {
     };
   }
 
+  /** What `/metrics` answers from now on. */
+  answerMetrics(answer: MetricsAnswer): void {
+    this.metricsAnswer = answer;
+  }
+
+  /** `/metrics` with these gates in its kubernetes_feature_enabled family (1 on, 0 off, or a raw value). */
+  reportFeatureGates(gates: Readonly<Record<string, boolean | string>>): void {
+    this.metricsAnswer = { kind: 'text', text: featureMetricsText(gates) };
+  }
+
+  /** What `/version` answers from now on. */
+  answerVersion(answer: VersionAnswer): void {
+    this.versionAnswer = answer;
+  }
+
+  /** Requires `Authorization: Bearer <token>` on /metrics (403 otherwise); undefined lifts it. */
+  requireMetricsToken(token: string | undefined): void {
+    this.metricsToken = token;
+  }
+
   openWatchCount(resource: Resource): number {
     return this.state[resource].openWatches.size;
   }
@@ -231,6 +272,23 @@ export class FakeApiServer {
     });
   }
 
+  private serveMetrics(req: IncomingMessage, res: ServerResponse): void {
+    if (this.metricsToken !== undefined && req.headers.authorization !== `Bearer ${this.metricsToken}`) {
+      sendText(res, 403, 'forbidden: User "system:anonymous" cannot get path "/metrics"');
+      return;
+    }
+    const answer = this.metricsAnswer;
+    if (answer.kind === 'status') sendText(res, answer.code, `refused by test with ${answer.code}`);
+    else if (answer.kind === 'text') sendText(res, 200, answer.text);
+    else answer.write(res);
+  }
+
+  private serveVersion(res: ServerResponse): void {
+    const answer = this.versionAnswer;
+    if (answer.kind === 'status') sendJson(res, answer.code, status(answer.code, 'Forbidden', 'refused by test'));
+    else sendJson(res, 200, answer.info);
+  }
+
   private publish(resource: Resource, event: WatchEvent): void {
     const state = this.state[resource];
     state.log.push(event);
@@ -239,6 +297,12 @@ export class FakeApiServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://fake');
+    if (req.method === 'GET' && (url.pathname === '/metrics' || url.pathname === '/version')) {
+      this.nonResourceRequests.push({ path: url.pathname, authorization: req.headers.authorization });
+      if (url.pathname === '/metrics') this.serveMetrics(req, res);
+      else this.serveVersion(res);
+      return;
+    }
     const match = /^\/api\/v1\/(namespaces|nodes)(?:\/([^/]+))?$/.exec(url.pathname);
     if (req.method !== 'GET' || match === null) {
       sendJson(res, 404, status(404, 'NotFound', `the server could not find the requested resource`));
@@ -318,6 +382,11 @@ function status(code: number, reason: string, message: string): object {
 
 function goneStatus(from: number): object {
   return status(410, 'Expired', `too old resource version: ${from}`);
+}
+
+function sendText(res: ServerResponse, code: number, text: string): void {
+  res.writeHead(code, { 'Content-Type': 'text/plain; version=0.0.4; charset=utf-8', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {
