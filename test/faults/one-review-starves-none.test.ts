@@ -8,13 +8,16 @@
  * policies and a cluster of 1,000 nodes and 1,000 namespaces. For each of the costliest reviews of
  * bench/worst-reviews.ts (bench/RESULTS.md, "The worst review", measures them all), the test sends
  * it on one connection and, as soon as its body is written, ordinary reviews one after another on
- * other connections until it is answered: each must be answered within 1 s. The first one that is
- * not fails the test at once (and the server is replaced), so a stall costs one second, not the
+ * other connections until it is answered: each must be answered within 2 s. The first one that is
+ * not fails the test at once (and the server is replaced), so a stall costs two seconds, not the
  * minutes the stalled review would take.
  *
- * Why 1 s: an ordinary review costs about a millisecond, so 1 s is the longest stretch of
- * synchronous work the worst review may hold the loop for, with room for a loaded machine; the
- * bench's target for the whole worst review is 250 ms.
+ * Why 2 s: the webhooks' timeoutSeconds is 5, and the latency alert fires at half of it (2.5 s); an
+ * ordinary review costs about a millisecond, so 2 s is the longest stretch of synchronous work the
+ * worst review may hold the loop for and still leave every other review inside the alert's line.
+ * The worst review takes about 0.5 s on an idle core (bench/RESULTS.md, "The worst review"), so the
+ * margin is 4x for a machine busy with other tests; a review that held the loop for its whole
+ * unbounded cost (seconds to minutes before the cost work) fails it whatever the machine.
  */
 import assert from 'node:assert/strict';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
@@ -28,7 +31,7 @@ import { worstReviews, type WorstReview } from '../../bench/worst-reviews.js';
 import { loadReviewFixture } from '../support/harness.js';
 import { spawnServe } from '../support/serve-process.js';
 
-const ordinaryDeadlineMs = 1_000;
+const ordinaryDeadlineMs = 2_000;
 /** How long ordinary reviews keep coming while the worst one is answered, at most. */
 const overlapMs = 10_000;
 
