@@ -16,6 +16,7 @@ import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authoriz
 import { ConfigMap, Namespace, ResourceQuota, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Certificate, Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
+import { featureGateNames } from '../../src/api/feature-gates.js';
 import { parseTenancyPolicy } from '../../src/tenancy/policy.js';
 import { helmBinary } from '../support/helm-binary.js';
 import { at, CHART_DIR, find, hasKubectl, parseManifests, renderKustomize, ROOT, type KubeObject } from '../support/rendered-manifests.js';
@@ -204,7 +205,7 @@ describe('helm template with every option', { skip: skipHelm }, () => {
       '5',
       '--shutdown-grace',
       '10',
-      '--feature-gates=TaintTolerationComparisonOperators=true',
+      '--feature-gates=PodLevelResources=false,TaintTolerationComparisonOperators=true',
       '--client-ca-file=/etc/tolerator/client-ca/ca.crt',
       '--log-level=debug',
       '--default-not-ready-toleration-seconds=120',
@@ -445,6 +446,11 @@ describe('values.schema.json', { skip: skipHelm }, () => {
       templateError(['--set', 'policies.inline.p\\.yaml.spec.exmpt=true']),
       /policies\.inline\.p\.yaml: Must validate one and only one schema/,
     );
+  });
+
+  it('knows the feature gates the server knows', () => {
+    const schema = JSON.parse(readFileSync(join(CHART_DIR, 'values.schema.json'), 'utf8')) as unknown;
+    assert.deepEqual(Object.keys(at(schema, 'properties.featureGates.properties') as object).sort(), [...featureGateNames].sort());
   });
 
   it('closes every object of the schema: additionalProperties is false, a value schema, or open only for Kubernetes objects passed through', () => {
