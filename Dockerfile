@@ -10,8 +10,10 @@
 
 FROM node:22.21.1-bookworm-slim AS build
 WORKDIR /app
-# Manifests first: the dependency layer is reused until package*.json changes.
-COPY package.json package-lock.json ./
+# Manifests first: the dependency layer is reused until package*.json changes. .npmrc (omit=peer)
+# keeps the helm test binary's unused peer aws-cdk-lib (~160 MB) out, as it does on a developer's
+# machine.
+COPY package.json package-lock.json .npmrc ./
 RUN npm ci
 COPY tsconfig.json tsconfig.build.json ./
 COPY src/ ./src/

@@ -41,7 +41,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
   if (options.collectProcessMetrics) {
     collectDefaultMetrics({ register: registry });
   }
-  return {
+  const metrics: Metrics = {
     registry,
     reviews: new Counter({
       name: 'tolerator_admission_reviews_total',
@@ -53,8 +53,10 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: 'tolerator_admission_review_duration_seconds',
       help: 'Time from a complete request body to the response being written.',
       labelNames: ['webhook'] as const,
-      // From 0.1 ms (a cached decision) up to 2.5 s: past the webhook's 10 s timeout budget only
-      // a fraction matters, and a review slower than 2.5 s is already an incident.
+      // From 0.1 ms (a cached decision) up to 2.5 s, half the webhooks' 5 s timeoutSeconds: a
+      // review slower than that is already an incident, and the alert on the p99 counts the
+      // reviews above this bucket exactly (ToleratorSlowReviews), where a quantile computed from
+      // the histogram could never exceed its highest finite bucket.
       buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5],
       registers: [registry],
     }),
@@ -134,4 +136,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
       },
     }),
   };
+  // Every reload result is exported from the start, at 0: a series that first appears at 1 has no
+  // earlier sample, so increase() over it stays 0 and the first failure would never alert.
+  for (const result of ['success', 'failure']) {
+    metrics.certificateReloads.inc({ result }, 0);
+    metrics.clientCaReloads.inc({ result }, 0);
+  }
+  return metrics;
 }

@@ -1,0 +1,23 @@
+// What the metrics promise the alerts built on them (deploy/helm/tolerator/files/monitoring).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { createMetrics } from '../../src/http/metrics.js';
+
+describe('createMetrics', () => {
+  it('exports every reload result at 0 before any reload, so that increase() sees the first failure', async () => {
+    const metrics = createMetrics({ collectProcessMetrics: false });
+    for (const name of ['tolerator_certificate_reloads_total', 'tolerator_client_ca_reloads_total']) {
+      const text = await metrics.registry.getSingleMetricAsString(name);
+      assert.match(text, new RegExp(`^${name}\\{result="success"\\} 0$`, 'm'));
+      assert.match(text, new RegExp(`^${name}\\{result="failure"\\} 0$`, 'm'));
+    }
+  });
+
+  it('counts a reload failure from 0 to 1', async () => {
+    const metrics = createMetrics({ collectProcessMetrics: false });
+    metrics.certificateReloads.inc({ result: 'failure' });
+    const text = await metrics.registry.getSingleMetricAsString('tolerator_certificate_reloads_total');
+    assert.match(text, /^tolerator_certificate_reloads_total\{result="failure"\} 1$/m);
+    assert.match(text, /^tolerator_certificate_reloads_total\{result="success"\} 0$/m);
+  });
+});
