@@ -4,7 +4,8 @@
  * | denial              | code | reason    | message                                   | from upstream          |
  * |---------------------|------|-----------|-------------------------------------------|------------------------|
  * | Invalid (fields)    | 422  | Invalid   | `Pod "name" is invalid: <aggregate>`      | errors.NewInvalid      |
- * | Forbidden (policy)  | 403  | Forbidden | the plugin's message                      | admission.NewForbidden |
+ * | Forbidden (policy)  | 403  | Forbidden | the plugin's message                      | a plain error          |
+ * | Forbidden (object)  | 403  | Forbidden | `pods "name" is forbidden: <message>`     | errors.NewForbidden    |
  *
  * The API server prefixes the message with `admission webhook "<name>" denied the request: `.
  */
@@ -23,18 +24,37 @@ export interface DenialStatus {
   readonly status: 'Failure';
   readonly message: string;
   readonly reason: 'Invalid' | 'Forbidden';
+  /** metav1.StatusDetails; its fields are omitempty, so an empty name or group is left out. */
   readonly details?: {
-    readonly name: string;
+    readonly name?: string;
     readonly group?: string;
     readonly kind: string;
-    readonly causes: readonly StatusCause[];
+    readonly causes?: readonly StatusCause[];
   };
   readonly code: number;
 }
 
 export function denialStatus(denial: Denial): DenialStatus {
   if (denial.reason === 'Forbidden') {
-    return { metadata: {}, status: 'Failure', message: denial.message, reason: 'Forbidden', code: 403 };
+    if (denial.object === undefined) {
+      return { metadata: {}, status: 'Failure', message: denial.message, reason: 'Forbidden', code: 403 };
+    }
+    // errors.NewForbidden: schema.GroupResource.String() is `resource` for the core group,
+    // `resource.group` otherwise; an empty name drops the quoted name from the message.
+    const { group, resource, name } = denial.object;
+    const qualifiedResource = group === '' ? resource : `${resource}.${group}`;
+    const message =
+      name === ''
+        ? `${qualifiedResource} is forbidden: ${denial.message}`
+        : `${qualifiedResource} ${goQuote(name)} is forbidden: ${denial.message}`;
+    return {
+      metadata: {},
+      status: 'Failure',
+      message,
+      reason: 'Forbidden',
+      details: { ...(name === '' ? {} : { name }), ...(group === '' ? {} : { group }), kind: resource },
+      code: 403,
+    };
   }
   // schema.GroupKind.String(): `Kind` for the core group, `Kind.group` otherwise.
   const qualifiedKind = denial.group === '' ? denial.kind : `${denial.kind}.${denial.group}`;

@@ -9,7 +9,7 @@ import type { Pipeline, ReviewStep } from '../admission/pipeline.js';
 import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
-import type { JsonObject, Toleration } from '../api/types.js';
+import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
 import { pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandIo } from './command.js';
@@ -146,6 +146,10 @@ export function describeChange(operation: JsonPatchOperation): string[] {
       return [`+ toleration ${describeToleration(operation.value as Toleration)}`];
     }
   }
+  const selector = nodeSelectorAddition(operation);
+  if (selector !== undefined) {
+    return selector;
+  }
   const term = /\/nodeSelectorTerms\/(\d+)\/matchExpressions(?:\/\d+)?$/.exec(path);
   if (term !== null && operation.op === 'add') {
     const added = Array.isArray(operation.value) ? operation.value : [operation.value];
@@ -167,6 +171,26 @@ export function describeChange(operation: JsonPatchOperation): string[] {
     );
   }
   return [`${operation.op} ${path}${operation.op === 'remove' ? '' : ` = ${JSON.stringify(operation.value)}`}`];
+}
+
+/**
+ * `+ nodeSelector key=value` for each label an `add` puts into a nodeSelector (the whole map, or
+ * one key, whose JSON Pointer escapes `~1` and `~0` are undone); undefined for any other change.
+ */
+function nodeSelectorAddition(operation: JsonPatchOperation): string[] | undefined {
+  if (operation.op !== 'add') {
+    return undefined;
+  }
+  const tokens = operation.path.split('/');
+  const value = operation.value;
+  if (tokens.at(-2) === 'nodeSelector' && typeof value === 'string') {
+    const key = (tokens.at(-1) ?? '').replaceAll('~1', '/').replaceAll('~0', '~');
+    return [`+ nodeSelector ${key}=${value}`];
+  }
+  if (tokens.at(-1) === 'nodeSelector' && isJsonObject(value)) {
+    return Object.entries(value).map(([key, label]) => `+ nodeSelector ${key}=${String(label)}`);
+  }
+  return undefined;
 }
 
 function describeStep(step: ReviewStep): string[] {

@@ -16,7 +16,8 @@ import { parseAdmissionConfig } from '../plugins/admission-config.js';
 import { defaultTolerationSeconds } from '../plugins/default-toleration-seconds.js';
 import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-restriction.js';
 import type { PluginName } from '../plugins/plugin.js';
-import { selectPlugins } from '../plugins/registry.js';
+import { defaultOffPlugins, selectPlugins } from '../plugins/registry.js';
+import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 import { parseBool, parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
 export const admissionFlags = {
@@ -28,7 +29,7 @@ export const admissionFlags = {
   'enable-plugins': {
     kind: 'string',
     placeholder: 'P1,P2',
-    help: 'admission plugins to enable besides the default ones (all are on by default)',
+    help: `admission plugins to enable besides the default ones (all but ${defaultOffPlugins.join(', ')} are on by default)`,
   },
   'disable-plugins': { kind: 'string', placeholder: 'P1,P2', help: 'admission plugins to disable' },
   'default-not-ready-toleration-seconds': {
@@ -44,7 +45,7 @@ export const admissionFlags = {
   'admission-config': {
     kind: 'string',
     placeholder: 'FILE',
-    help: "kube-apiserver AdmissionConfiguration (its PodTolerationRestriction entry) or the plugin's Configuration",
+    help: "kube-apiserver AdmissionConfiguration (its PodTolerationRestriction and PodNodeSelector entries), PodTolerationRestriction's Configuration or PodNodeSelector's podNodeSelectorPluginConfig file",
   },
   policies: { kind: 'string', placeholder: 'DIR', help: 'directory of TenancyPolicy documents (reloaded when it changes)' },
   'cluster-state': { kind: 'string', placeholder: 'FILE', help: 'Namespace and Node manifests to decide from, instead of a cluster' },
@@ -59,6 +60,7 @@ export interface AdmissionSettings {
   readonly notReadySeconds: number;
   readonly unreachableSeconds: number;
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
+  readonly podNodeSelector: PodNodeSelectorConfig;
   readonly policiesDir: string | undefined;
   readonly clusterStateFile: string | undefined;
 }
@@ -144,9 +146,9 @@ export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
     throw new UsageError((error as Error).message);
   }
   const configFile = str('admission-config');
-  const podTolerationRestriction =
+  const { podTolerationRestriction, podNodeSelector } =
     configFile === undefined
-      ? {}
+      ? { podTolerationRestriction: {}, podNodeSelector: emptyPodNodeSelectorConfig }
       : parseAdmissionConfig(readFileSync(configFile, 'utf8'), configFile, {
           allowComparisonOperators: gates.TaintTolerationComparisonOperators,
           readFile: (path) => readFileSync(path, 'utf8'),
@@ -158,6 +160,7 @@ export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
     notReadySeconds: seconds(flags, 'default-not-ready-toleration-seconds'),
     unreachableSeconds: seconds(flags, 'default-unreachable-toleration-seconds'),
     podTolerationRestriction,
+    podNodeSelector,
     policiesDir: str('policies'),
     clusterStateFile: str('cluster-state'),
   };

@@ -119,6 +119,7 @@ export function pipelineFor(
     enabled: settings.enabled,
     defaultTolerationSeconds: { notReadySeconds: settings.notReadySeconds, unreachableSeconds: settings.unreachableSeconds },
     podTolerationRestriction: settings.podTolerationRestriction,
+    podNodeSelector: settings.podNodeSelector,
     dedicatedNodes: createDedicatedNodes(policies),
   });
   return createPipeline({ ...plugins, gates, clusterFacts });

@@ -89,8 +89,19 @@ export type Denial =
       readonly name: string;
       readonly errors: readonly FieldError[];
     }
-  /** A policy forbids the request: 403 Forbidden with a plain message, as admission.NewForbidden. */
-  | { readonly reason: 'Forbidden'; readonly message: string };
+  /**
+   * A policy forbids the request: 403 Forbidden. With `object`, the status is the one
+   * errors.NewForbidden(resource, name, err) builds (`pods "web-0" is forbidden: <message>`, with
+   * `details`); without it, `message` is the whole text (an upstream plain error, or tolerator's own).
+   */
+  | { readonly reason: 'Forbidden'; readonly message: string; readonly object?: ForbiddenObject };
+
+/** The object errors.NewForbidden names: its group and resource (`pods`, `daemonsets` in `apps`) and its name ('' when not yet generated). */
+export interface ForbiddenObject {
+  readonly group: string;
+  readonly resource: string;
+  readonly name: string;
+}
 
 /** What every plugin may add beside its decision. */
 export interface Findings {

@@ -4,8 +4,9 @@
  * DaemonSet controller writes these tolerations into the pod before the API server's admission
  * chain sees it, and running it after PodTolerationRestriction would let a second review merge
  * differently than the first (the webhook must be idempotent). Then the API server's own order
- * (pkg/kubeapiserver/options/plugins.go: DefaultTolerationSeconds before PodTolerationRestriction),
- * then tenancy, then validation of the final object, then warnings about where it can run.
+ * (AllOrderedPlugins in pkg/kubeapiserver/options/plugins.go: PodNodeSelector, then
+ * DefaultTolerationSeconds, then PodTolerationRestriction), then tenancy, then validation of the
+ * final object, then warnings about where it can run (which so see the merged nodeSelector).
  */
 import type { PodTolerationRestrictionConfig } from './pod-toleration-restriction.js';
 import { createPodTolerationRestriction } from './pod-toleration-restriction.js';
@@ -14,12 +15,16 @@ import { createDaemonSetTolerations } from './daemonset-tolerations.js';
 import { createTolerationValidation } from './toleration-validation.js';
 import { createSchedulingWarnings } from './scheduling-warnings.js';
 import type { MutatingPlugin, ValidatingPlugin } from './plugin.js';
+import { createPodNodeSelector } from './pod-node-selector.js';
+import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 
 /** What the registry builds a plugin from: the settings of the flags and the configuration file. */
 export interface PluginConfiguration {
   readonly enabled: readonly PluginName[];
   readonly defaultTolerationSeconds: DefaultTolerationSecondsConfig;
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
+  /** PodNodeSelector's cluster default and whitelists; none when absent. */
+  readonly podNodeSelector?: PodNodeSelectorConfig;
   /** Builds DedicatedNodes; absent when tenancy is not configured. */
   readonly dedicatedNodes?: MutatingPlugin & ValidatingPlugin;
 }
@@ -32,10 +37,11 @@ type PluginBuilder = (
 /**
  * Every plugin, in admission order: the one list. A name here joins PluginName,
  * `--enable-plugins` and `--disable-plugins` at once, and `registry` below must then hold its entry (the
- * compiler holds the two together). All are on by default.
+ * compiler holds the two together). All but those of `defaultOffPlugins` are on by default.
  */
 export const allPluginNames = [
   'DaemonSetTolerations',
+  'PodNodeSelector',
   'DefaultTolerationSeconds',
   'PodTolerationRestriction',
   'DedicatedNodes',
@@ -45,6 +51,12 @@ export const allPluginNames = [
 ] as const;
 
 export type PluginName = (typeof allPluginNames)[number];
+
+/**
+ * Off unless `--enable-plugins` names them, as kube-apiserver's DefaultOffAdmissionPlugins:
+ * PodNodeSelector confines pods to nodes, which a cluster must ask for.
+ */
+export const defaultOffPlugins: readonly PluginName[] = ['PodNodeSelector'];
 
 /** A plugin's entry: how it is built, and the rule behind it in one sentence (`tolerator explain`). */
 interface RegistryEntry {
@@ -57,6 +69,14 @@ const registry: Readonly<Record<PluginName, RegistryEntry>> = {
     build: () => ({ mutating: createDaemonSetTolerations() }),
     explains:
       "a DaemonSet runs one pod on every node whatever its condition, so its pods tolerate the node-condition taints (the DaemonSet controller's set)",
+  },
+  PodNodeSelector: {
+    build: (config) => {
+      const plugin = createPodNodeSelector(config.podNodeSelector ?? emptyPodNodeSelectorConfig);
+      return { mutating: plugin, validating: plugin };
+    },
+    explains:
+      'the namespace (annotation scheduler.alpha.kubernetes.io/node-selector) or the cluster default confines its pods to the nodes with these labels (PodNodeSelector)',
   },
   DefaultTolerationSeconds: {
     build: (config) => ({ mutating: createDefaultTolerationSeconds(config.defaultTolerationSeconds) }),
@@ -97,9 +117,9 @@ export class PluginSelectionError extends Error {
 
 /**
  * kube-apiserver's rule for `--enable-admission-plugins` / `--disable-admission-plugins`: the
- * enabled set is the default set plus the enabled list minus the disabled list, a name in both
- * lists is an error, an unknown name is an error, and the order is always the fixed plugin order,
- * never the order of the flags.
+ * enabled set is the default set (every plugin but `defaultOffPlugins`) plus the enabled list minus
+ * the disabled list, a name in both lists is an error, an unknown name is an error, and the order is
+ * always the fixed plugin order, never the order of the flags.
  */
 export function selectPlugins(enable: readonly string[], disable: readonly string[]): readonly PluginName[] {
   const known = new Set<string>(allPluginNames);
@@ -112,7 +132,7 @@ export function selectPlugins(enable: readonly string[], disable: readonly strin
   if (both.length > 0) {
     throw new PluginSelectionError(`${both.join(', ')} cannot be in both --enable-plugins and --disable-plugins`);
   }
-  return allPluginNames.filter((name) => !disable.includes(name));
+  return allPluginNames.filter((name) => (enable.includes(name) || !defaultOffPlugins.includes(name)) && !disable.includes(name));
 }
 
 export function buildPlugins(config: PluginConfiguration): { mutating: MutatingPlugin[]; validating: ValidatingPlugin[] } {

@@ -82,18 +82,30 @@ describe('golden AdmissionReview responses', () => {
         assert.equal(body.response.patch, undefined, 'no patch');
         assert.equal(body.response.patchType, undefined, 'no patchType without a patch');
       }
-      if (fixture.expect.tolerations !== undefined) {
-        const original = fixture.review.request.object as { spec: { tolerations?: unknown[]; affinity?: unknown } };
+      if (fixture.expect.tolerations !== undefined || fixture.expect.nodeSelector !== undefined) {
+        const original = fixture.review.request.object as Record<string, unknown>;
         let patched = original;
         if (body.response.patch !== undefined) {
           assert.equal(body.response.patchType, 'JSONPatch');
           patched = jsonpatch.applyPatch(structuredClone(original), decodePatch(body.response.patch), true, false).newDocument;
         }
-        assert.deepEqual(patched.spec.tolerations, fixture.expect.tolerations);
-        // Apart from the tolerations (and the node affinity, for a tenant) the patch touches nothing.
-        const expectedAffinity = fixture.expect.affinity ?? original.spec.affinity;
-        assert.deepEqual(patched.spec.affinity, expectedAffinity);
-        const rest = (pod: typeof original): unknown => ({ ...pod, spec: { ...pod.spec, tolerations: null, affinity: null } });
+        // The pod spec: the object's own, or a DaemonSet's template's.
+        const specOf = (object: Record<string, unknown>): Record<string, unknown> => {
+          const spec = object.spec as Record<string, unknown>;
+          return object.kind === 'DaemonSet' ? ((spec.template as Record<string, unknown>).spec as Record<string, unknown>) : spec;
+        };
+        const expected: [string, unknown][] = [['affinity', fixture.expect.affinity ?? specOf(original).affinity]];
+        if (fixture.expect.tolerations !== undefined) expected.push(['tolerations', fixture.expect.tolerations]);
+        if (fixture.expect.nodeSelector !== undefined) expected.push(['nodeSelector', fixture.expect.nodeSelector]);
+        for (const [field, value] of expected) {
+          assert.deepEqual(specOf(patched)[field], value, field);
+        }
+        // Apart from those fields (the node affinity changes only for a tenant) the patch touches nothing.
+        const rest = (object: Record<string, unknown>): unknown => {
+          const copy = structuredClone(object);
+          for (const [field] of expected) Reflect.deleteProperty(specOf(copy), field);
+          return copy;
+        };
         assert.deepEqual(rest(patched), rest(original));
 
         if (fixture.webhook === 'mutate') {

@@ -96,4 +96,32 @@ describe('tolerator explain shows the cautions of the loaded policies', () => {
     ]);
     assert.deepEqual(policyCautionLines(set), []);
   });
+
+  it("shows PodNodeSelector's labels merged into the nodeSelector of a pod, with the rule behind them", async () => {
+    const [lines = []] = await explain(
+      'apiVersion: v1\nkind: Pod\nmetadata: { name: web, namespace: edge }\nspec: { nodeSelector: { kubernetes.io/os: linux }, containers: [{ name: app, image: x }] }\n',
+      [
+        '--enable-plugins=PodNodeSelector',
+        '--admission-config=test/fixtures/config/pod-node-selector-admission.yaml',
+        '--cluster-state=test/fixtures/config/pod-node-selector-cluster.yaml',
+      ],
+    );
+    const at = lines.findIndex((line) => line.startsWith('  PodNodeSelector: '));
+    assert.ok(at > 0, lines.join('\n'));
+    assert.match(lines[at] ?? '', /scheduler\.alpha\.kubernetes\.io\/node-selector/);
+    assert.deepEqual(lines.slice(at + 1, at + 3), [
+      '    + nodeSelector node-role.kubernetes.io/edge=true',
+      '    + nodeSelector topology.kubernetes.io/region=eu-west',
+    ]);
+  });
+
+  it('describes a whole nodeSelector added, and a key with an escaped "/"', () => {
+    assert.deepEqual(describeChange({ op: 'add', path: '/spec/nodeSelector', value: { zone: 'a', 'example.com/disk': 'ssd' } }), [
+      '+ nodeSelector zone=a',
+      '+ nodeSelector example.com/disk=ssd',
+    ]);
+    assert.deepEqual(describeChange({ op: 'add', path: '/spec/template/spec/nodeSelector/example.com~1a~0b', value: 'x' }), [
+      '+ nodeSelector example.com/a~b=x',
+    ]);
+  });
 });

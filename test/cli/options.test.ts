@@ -74,8 +74,19 @@ describe('--feature-gates', () => {
 });
 
 describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-plugin flags", () => {
-  it('all plugins are on by default, in the fixed order', () => {
-    assert.deepEqual(selectPlugins([], []), allPluginNames);
+  it('all plugins but PodNodeSelector are on by default, in the fixed order', () => {
+    assert.deepEqual(
+      selectPlugins([], []),
+      allPluginNames.filter((name) => name !== 'PodNodeSelector'),
+    );
+  });
+  it('PodNodeSelector is off by default, as upstream, and on when enabled, at its place in the order', () => {
+    assert.deepEqual(selectPlugins(['PodNodeSelector'], []), allPluginNames);
+    assert.deepEqual(selectPlugins(['PodNodeSelector'], ['DaemonSetTolerations']).slice(0, 3), [
+      'PodNodeSelector',
+      'DefaultTolerationSeconds',
+      'PodTolerationRestriction',
+    ]);
   });
   it('disabling removes a plugin and keeps the order of the rest', () => {
     assert.deepEqual(selectPlugins([], ['DefaultTolerationSeconds', 'DaemonSetTolerations']), [
@@ -86,7 +97,7 @@ describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-
     ]);
   });
   it('the order of the flag never changes the order of the plugins', () => {
-    assert.deepEqual(selectPlugins(['TolerationValidation', 'DaemonSetTolerations'], []), allPluginNames);
+    assert.deepEqual(selectPlugins(['TolerationValidation', 'PodNodeSelector', 'DaemonSetTolerations'], []), allPluginNames);
   });
   it('a plugin in both lists is an error', () => {
     assert.throws(
@@ -96,8 +107,8 @@ describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-
   });
   it('an unknown plugin is an error that lists the known ones', () => {
     assert.throws(
-      () => selectPlugins(['PodNodeSelector'], []),
-      /unknown admission plugin "PodNodeSelector"; known plugins: DaemonSetTolerations, /,
+      () => selectPlugins(['PodSecurity'], []),
+      /unknown admission plugin "PodSecurity"; known plugins: DaemonSetTolerations, PodNodeSelector, /,
     );
   });
   it('reaches the settings through the flags', () => {

@@ -50,4 +50,48 @@ describe('tolerator review', () => {
     assert.equal(body.status, 2);
     assert.match(body.stderr, /kind must be "AdmissionReview", got "Pod"/);
   });
+
+  it('answers as kube-apiserver with PodNodeSelector enabled and configured: the denial, then a merged selector that SchedulingWarnings judges', () => {
+    const args = [
+      'review',
+      '-',
+      '--enable-plugins',
+      'PodNodeSelector',
+      '--admission-config',
+      'test/fixtures/config/pod-node-selector-admission.yaml',
+      '--cluster-state',
+      'test/fixtures/config/pod-node-selector-cluster.yaml',
+    ];
+    const conflict = tolerator(args, JSON.stringify(loadReviewFixture('node-selector-conflict-create').review));
+    assert.equal(conflict.status, 1, conflict.stderr);
+    const denied = (JSON.parse(conflict.stdout) as { response: { allowed: boolean; status: unknown } }).response;
+    assert.deepEqual(denied.status, {
+      metadata: {},
+      status: 'Failure',
+      message: 'pods is forbidden: pod node label selector conflicts with its namespace node label selector',
+      reason: 'Forbidden',
+      details: { kind: 'pods' },
+      code: 403,
+    });
+
+    // In namespace eu (region eu-west, no whitelist) a pod asking for worker-1 (us-east) is admitted
+    // with the namespace's label merged in, and then fits no node: the warning judges the merged selector.
+    const review = loadReviewFixture('node-selector-merged-create').review;
+    review.request.namespace = 'eu';
+    const object = review.request.object as { metadata: { namespace: string }; spec: { nodeSelector: Record<string, string> } };
+    object.metadata.namespace = 'eu';
+    object.spec.nodeSelector = { 'kubernetes.io/hostname': 'worker-1' };
+    const admitted = tolerator(args, JSON.stringify(review));
+    assert.equal(admitted.status, 0, admitted.stderr);
+    const response = (JSON.parse(admitted.stdout) as { response: { patch: string; warnings?: string[] } }).response;
+    const patch = JSON.parse(Buffer.from(response.patch, 'base64').toString('utf8')) as { op: string; path: string; value: unknown }[];
+    assert.deepEqual(
+      patch.filter((operation) => operation.path.startsWith('/spec/nodeSelector')),
+      [{ op: 'add', path: '/spec/nodeSelector/topology.kubernetes.io~1region', value: 'eu-west' }],
+    );
+    assert.ok(
+      response.warnings?.some((warning) => warning.includes('topology.kubernetes.io/region=eu-west')),
+      JSON.stringify(response.warnings),
+    );
+  });
 });

@@ -183,6 +183,20 @@ describe('tolerator simulate on the example cluster', () => {
   });
 });
 
+describe('tolerator simulate --mutate with PodNodeSelector', () => {
+  it("judges the pod with its namespace's node selector merged in", async () => {
+    const cluster = join(root, 'test', 'fixtures', 'config', 'pod-node-selector-cluster.yaml');
+    const pod = 'apiVersion: v1\nkind: Pod\nmetadata: { name: web, namespace: eu }\nspec: { containers: [{ name: app, image: x }] }\n';
+    const schedulable = async (extra: string[]): Promise<string[]> => {
+      const { stdout } = await simulate(['--nodes', cluster, '-o', 'json', ...extra, 'pod.yaml'], { 'pod.yaml': pod });
+      const all = JSON.parse(stdout) as PodReport[];
+      return (all[0]?.nodes ?? []).filter((candidate) => candidate.schedulable).map((candidate) => candidate.node);
+    };
+    assert.deepEqual(await schedulable([]), ['edge-1', 'worker-1'], 'as written, the pod fits both untainted nodes');
+    assert.deepEqual(await schedulable(['--mutate', '--enable-plugins=PodNodeSelector']), ['edge-1'], 'the namespace keeps it in eu-west');
+  });
+});
+
 describe('tolerator simulate exit codes', () => {
   const nowhere = 'apiVersion: v1\nkind: Pod\nmetadata: { name: nowhere }\nspec: { nodeSelector: { zone: mars } }\n';
   const rows: { name: string; argv: string[]; files?: Record<string, string>; want: number }[] = [

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, it } from 'node:test';
 import { AdmissionConfigError, parseAdmissionConfig } from '../../src/plugins/admission-config.js';
 import type { PodTolerationRestrictionConfig } from '../../src/plugins/pod-toleration-restriction.js';
@@ -218,7 +220,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
           parseAdmissionConfig(row.given.content, row.given.path ?? '/etc/kubernetes/admission.yaml', {
             ...options,
             readFile: fs.readFile,
-          }),
+          }).podTolerationRestriction,
           row.want,
         );
       });
@@ -227,7 +229,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
     it('Gt/Lt tolerations are accepted when comparison operators are allowed', () => {
       const content =
         'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n';
-      assert.deepEqual(parseAdmissionConfig(content, 'c.yaml', { ...options, allowComparisonOperators: true }), {
+      assert.deepEqual(parseAdmissionConfig(content, 'c.yaml', { ...options, allowComparisonOperators: true }).podTolerationRestriction, {
         whitelist: [{ key: 'tier', operator: 'Gt', value: '5' }],
       });
     });
@@ -420,4 +422,179 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       });
     }
   });
+});
+
+describe('parseAdmissionConfig: PodNodeSelector (readConfig, ConfigFor, the legacy form)', () => {
+  /** The PodNodeSelector configuration as plain objects: the default, and whitelists by namespace. */
+  function podNodeSelector(content: string, files: Record<string, string> = {}) {
+    const parsed = parseAdmissionConfig(content, '/etc/kubernetes/admission.yaml', { ...options, readFile: filesystem(files).readFile });
+    const { clusterDefault, whitelists } = parsed.podNodeSelector;
+    return {
+      clusterDefault: Object.fromEntries(clusterDefault),
+      whitelists: Object.fromEntries([...whitelists].map(([name, labels]) => [name, Object.fromEntries(labels)])),
+    };
+  }
+  const admission = (...plugins: object[]) =>
+    JSON.stringify({ apiVersion: 'apiserver.config.k8s.io/v1', kind: 'AdmissionConfiguration', plugins });
+  const none = { clusterDefault: {}, whitelists: {} };
+
+  const rows: { name: string; content: string; files?: Record<string, string>; want: ReturnType<typeof podNodeSelector> }[] = [
+    {
+      name: 'an embedded configuration, which needs no apiVersion or kind',
+      content: `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+- name: PodNodeSelector
+  configuration:
+    podNodeSelectorPluginConfig:
+      clusterDefaultNodeSelector: env=prod
+      team-a: "env=prod, tier = web"
+`,
+      want: { clusterDefault: { env: 'prod' }, whitelists: { 'team-a': { env: 'prod', tier: 'web' } } },
+    },
+    {
+      name: 'a path, relative to the configuration file',
+      content: admission({ name: 'PodNodeSelector', path: 'pns.yaml' }),
+      files: { '/etc/kubernetes/pns.yaml': 'podNodeSelectorPluginConfig:\n  clusterDefaultNodeSelector: zone=a\n' },
+      want: { clusterDefault: { zone: 'a' }, whitelists: {} },
+    },
+    {
+      name: 'a path to a JSON file',
+      content: admission({ name: 'PodNodeSelector', path: '/srv/pns.json' }),
+      files: { '/srv/pns.json': '{"podNodeSelectorPluginConfig": {"ns1": "zone=a"}}' },
+      want: { clusterDefault: {}, whitelists: { ns1: { zone: 'a' } } },
+    },
+    {
+      name: 'a path to an empty file is no configuration (readConfig decodes nothing)',
+      content: admission({ name: 'PodNodeSelector', path: 'empty.yaml' }),
+      files: { '/etc/kubernetes/empty.yaml': '\n' },
+      want: none,
+    },
+    {
+      name: 'the legacy form: a bare file with podNodeSelectorPluginConfig and no apiVersion (ReadAdmissionConfiguration)',
+      content: 'podNodeSelectorPluginConfig:\n  clusterDefaultNodeSelector: "kubernetes.io/os=linux"\n  dev: "env=dev"\n',
+      want: { clusterDefault: { 'kubernetes.io/os': 'linux' }, whitelists: { dev: { env: 'dev' } } },
+    },
+    {
+      name: 'both plugins in one AdmissionConfiguration, each from its own entry',
+      content: admission(
+        {
+          name: 'PodTolerationRestriction',
+          configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration' },
+        },
+        { name: 'PodNodeSelector', configuration: { podNodeSelectorPluginConfig: { clusterDefaultNodeSelector: 'a=b' } } },
+      ),
+      want: { clusterDefault: { a: 'b' }, whitelists: {} },
+    },
+    {
+      name: 'the first PodNodeSelector entry wins',
+      content: admission(
+        { name: 'PodNodeSelector', configuration: { podNodeSelectorPluginConfig: { clusterDefaultNodeSelector: 'first=yes' } } },
+        { name: 'PodNodeSelector', configuration: { podNodeSelectorPluginConfig: { clusterDefaultNodeSelector: 'second=yes' } } },
+      ),
+      want: { clusterDefault: { first: 'yes' }, whitelists: {} },
+    },
+    {
+      name: 'no PodNodeSelector entry: no default, no whitelists',
+      content: admission({ name: 'EventRateLimit', path: 'x.yaml' }),
+      want: none,
+    },
+    { name: 'an entry with neither configuration nor path', content: admission({ name: 'PodNodeSelector' }), want: none },
+    {
+      name: "the field is matched as encoding/json matches it: case-insensitively, with Go's folding of U+017F to s",
+      content: admission({
+        name: 'PodNodeSelector',
+        configuration: {
+          PODNODESELECTORPLUGINCONFIG: { a: 'x=1' },
+          'podNode\u017felectorPluginConfig': { b: 'x=2' },
+          podNodeSelector: { c: 'x=3' },
+        },
+      }),
+      want: { clusterDefault: {}, whitelists: { a: { x: '1' }, b: { x: '2' } } },
+    },
+    {
+      name: 'matching keys decode into one map in order: a later entry overwrites, a null resets',
+      content: admission({
+        name: 'PodNodeSelector',
+        configuration: {
+          podNodeSelectorPluginConfig: { a: 'x=1' },
+          PodNodeSelectorPluginConfig: null,
+          podnodeselectorpluginconfig: { b: 'x=2' },
+        },
+      }),
+      want: { clusterDefault: {}, whitelists: { b: { x: '2' } } },
+    },
+    {
+      name: 'a null selector is the empty string (an empty whitelist allows everything)',
+      content: 'podNodeSelectorPluginConfig:\n  clusterDefaultNodeSelector:\n  dev: ""\n',
+      want: { clusterDefault: {}, whitelists: { dev: {} } },
+    },
+  ];
+  for (const row of rows) {
+    it(row.name, () => {
+      assert.deepEqual(podNodeSelector(row.content, row.files), row.want);
+    });
+  }
+
+  it('the fixture AdmissionConfiguration configures both plugins', () => {
+    const text = readFileSync(fileURLToPath(new URL('../fixtures/config/admission-configuration.yaml', import.meta.url)), 'utf8');
+    const parsed = parseAdmissionConfig(text, 'admission-configuration.yaml', options);
+    assert.equal(parsed.podTolerationRestriction.whitelist?.length, 5);
+    assert.deepEqual(Object.fromEntries(parsed.podNodeSelector.clusterDefault), { 'kubernetes.io/os': 'linux' });
+    assert.deepEqual([...parsed.podNodeSelector.whitelists.keys()], ['edge']);
+  });
+
+  const errors: { name: string; content: string; files?: Record<string, string>; want: RegExp }[] = [
+    {
+      name: 'a selector that does not parse names the file and the key, with upstream’s text',
+      content: admission({
+        name: 'PodNodeSelector',
+        configuration: { podNodeSelectorPluginConfig: { clusterDefaultNodeSelector: 'env' } },
+      }),
+      want: /^\/cfg\/a\.yaml: plugins\[0\]\.configuration\.podNodeSelectorPluginConfig\.clusterDefaultNodeSelector: invalid selector: \[env\]$/,
+    },
+    {
+      name: 'an invalid whitelist in a file given by path names that file',
+      content: admission({ name: 'PodNodeSelector', path: 'pns.yaml' }),
+      files: { '/cfg/pns.yaml': 'podNodeSelectorPluginConfig:\n  dev: "env=dev!"\n' },
+      want: /^\/cfg\/pns\.yaml: podNodeSelectorPluginConfig\.dev: \[env\]: Invalid value: "dev!": a valid label must be/,
+    },
+    {
+      name: 'a value that is not a string (upstream drops or converts it, depending on the file form)',
+      content: 'podNodeSelectorPluginConfig:\n  dev: 5\n',
+      want: /^\/cfg\/a\.yaml: podNodeSelectorPluginConfig\.dev: must be a string \(a label selector such as "env=prod"\), got number 5$/,
+    },
+    {
+      name: 'a YAML 1.1 boolean where a selector belongs',
+      content: 'podNodeSelectorPluginConfig:\n  dev: yes\n',
+      want: /podNodeSelectorPluginConfig\.dev: must be a string .*got boolean true$/,
+    },
+    {
+      name: 'podNodeSelectorPluginConfig that is not a mapping',
+      content: admission({ name: 'PodNodeSelector', configuration: { podNodeSelectorPluginConfig: ['a=b'] } }),
+      want: /^\/cfg\/a\.yaml: plugins\[0\]\.configuration\.podNodeSelectorPluginConfig: must be a mapping of strings, got a list$/,
+    },
+    {
+      name: 'a bare file without podNodeSelectorPluginConfig needs an apiVersion',
+      content: 'clusterDefaultNodeSelector: env=prod\n',
+      want: /^\/cfg\/a\.yaml: apiVersion: missing$/,
+    },
+    {
+      name: 'an unknown kind lists the legacy form among the accepted ones',
+      content: 'apiVersion: v1\nkind: ConfigMap\n',
+      want: /or PodNodeSelector's podNodeSelectorPluginConfig$/,
+    },
+  ];
+  for (const row of errors) {
+    it(row.name, () => {
+      assert.throws(
+        () => parseAdmissionConfig(row.content, '/cfg/a.yaml', { ...options, readFile: filesystem(row.files ?? {}).readFile }),
+        (error: unknown) => {
+          assert.ok(error instanceof AdmissionConfigError);
+          assert.match(error.message, row.want);
+          return true;
+        },
+      );
+    });
+  }
 });

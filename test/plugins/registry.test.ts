@@ -20,12 +20,23 @@ describe('the plugin registry, the one list of plugins', () => {
     );
     assert.deepEqual(
       built.mutating.map((plugin) => plugin.name),
-      ['DaemonSetTolerations', 'DefaultTolerationSeconds', 'PodTolerationRestriction', 'DedicatedNodes'],
+      ['DaemonSetTolerations', 'PodNodeSelector', 'DefaultTolerationSeconds', 'PodTolerationRestriction', 'DedicatedNodes'],
     );
     assert.deepEqual(
       built.validating.map((plugin) => plugin.name),
-      ['PodTolerationRestriction', 'DedicatedNodes', 'TolerationValidation', 'SchedulingWarnings'],
+      ['PodNodeSelector', 'PodTolerationRestriction', 'DedicatedNodes', 'TolerationValidation', 'SchedulingWarnings'],
     );
+  });
+
+  it("PodNodeSelector runs where kube-apiserver's AllOrderedPlugins puts it: before DefaultTolerationSeconds and PodTolerationRestriction, after the DaemonSet controller's tolerations", () => {
+    const order = built.mutating.map((plugin) => plugin.name);
+    assert.ok(order.indexOf('DaemonSetTolerations') < order.indexOf('PodNodeSelector'));
+    assert.ok(order.indexOf('PodNodeSelector') < order.indexOf('DefaultTolerationSeconds'));
+    assert.ok(order.indexOf('DefaultTolerationSeconds') < order.indexOf('PodTolerationRestriction'));
+    // Validation (and SchedulingWarnings last) sees the nodeSelector PodNodeSelector merged.
+    const validating = built.validating.map((plugin) => plugin.name);
+    assert.equal(validating.indexOf('PodNodeSelector'), 0);
+    assert.equal(validating.at(-1), 'SchedulingWarnings');
   });
 
   it('leaves out what is not enabled', () => {

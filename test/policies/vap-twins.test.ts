@@ -6,7 +6,8 @@
  * validation (all true: allowed).
  *
  * A VAP runs after every mutating webhook, so an allowed mutating fixture is judged on the object
- * with its golden patch applied; a denied one on the object as sent.
+ * with its golden patch applied; a denied one on the object as sent. Its `namespaceObject` is the
+ * namespace of the cluster state the fixture ran against.
  *
  * Which fixtures each twin applies to:
  * - dedicated-by-namespace-label: every pod fixture run with `--policies=policies`, except
@@ -32,7 +33,7 @@ import { Environment } from '@marcbachmann/cel-js';
 import type { ASTNode } from '@marcbachmann/cel-js';
 import jsonpatch from 'fast-json-patch';
 import { parseAllDocuments } from 'yaml';
-import { parseClusterState } from '../../src/kube/cluster-state-file.js';
+import { parseClusterState, type ClusterState } from '../../src/kube/cluster-state-file.js';
 import { toCelValue } from '../../src/tenancy/cel.js';
 import { fixturesDir, loadReviewFixtures, type ReviewFixture } from '../support/harness.js';
 
@@ -110,7 +111,19 @@ function golden(fixture: ReviewFixture): Golden {
   return JSON.parse(readFileSync(join(fixturesDir, 'golden', `${fixture.name}.json`), 'utf8')) as Golden;
 }
 
-const tenancyState = parseClusterState(readFileSync(join(fixturesDir, 'config', 'tenancy-cluster.yaml'), 'utf8'), 'tenancy-cluster.yaml');
+const clusterStates = new Map<string, ClusterState>();
+
+/** The cluster state the fixture's review ran against (its `--cluster-state`, else the tenancy cluster). */
+function clusterStateOf(fixture: ReviewFixture): ClusterState {
+  const flag = '--cluster-state=';
+  const file = fixture.args.find((arg) => arg.startsWith(flag))?.slice(flag.length) ?? 'test/fixtures/config/tenancy-cluster.yaml';
+  let state = clusterStates.get(file);
+  if (state === undefined) {
+    state = parseClusterState(readFileSync(join(fixturesDir, '..', '..', file), 'utf8'), file);
+    clusterStates.set(file, state);
+  }
+  return state;
+}
 
 /** What the API server hands a VAP for the fixture: the object after the mutating webhooks. */
 function twinInputs(fixture: ReviewFixture): { object: unknown; oldObject: unknown; namespaceObject: unknown; request: unknown } {
@@ -122,7 +135,7 @@ function twinInputs(fixture: ReviewFixture): { object: unknown; oldObject: unkno
     object = jsonpatch.applyPatch(structuredClone(request.object), patch).newDocument;
   }
   const namespace = typeof request.namespace === 'string' ? request.namespace : '';
-  const namespaceObject = tenancyState.namespaces.find((candidate) => candidate.metadata.name === namespace) ?? {
+  const namespaceObject = clusterStateOf(fixture).namespaces.find((candidate) => candidate.metadata.name === namespace) ?? {
     metadata: { name: namespace, labels: { 'kubernetes.io/metadata.name': namespace } },
   };
   return {
@@ -166,6 +179,7 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
         'foreign-toleration-added-update',
         'gt-toleration-non-integer-taint-warning-create',
         'infrastructure-tolerate-everything-create',
+        'node-selector-tenant-pod-create',
         'non-tenant-pod-create',
         'prefix-tenant-pod-create',
         'self-exempt-label-tenant-pod-create',

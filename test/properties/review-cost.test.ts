@@ -44,6 +44,7 @@ import {
   namespaceTolerationsWhitelistAnnotation,
 } from '../../src/plugins/pod-toleration-restriction.js';
 import { allPluginNames, buildPlugins } from '../../src/plugins/registry.js';
+import { namespaceNodeSelectorAnnotation, parseSelectorLabels } from '../../src/scheduling/namespace-node-selector.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { formatPolicyLoadError } from '../../src/tenancy/policy.js';
 
@@ -118,6 +119,26 @@ function namespaces(): Namespace[] {
         },
       },
     },
+    // PodNodeSelector: a node selector of a few labels, merged into every pod; the second
+    // namespace also has a whitelist (podNodeSelectorWhitelist) of many labels.
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: 'pinned',
+        labels: { 'kubernetes.io/metadata.name': 'pinned' },
+        annotations: { [namespaceNodeSelectorAnnotation]: 'topology.kubernetes.io/zone=zone-1, example.com/pool=web, example.com/w0=v0' },
+      },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: 'pinned-whitelist',
+        labels: { 'kubernetes.io/metadata.name': 'pinned-whitelist' },
+        annotations: { [namespaceNodeSelectorAnnotation]: 'example.com/w0=v0' },
+      },
+    },
   ];
   const filler = Array.from({ length: 10_000 }, (_, i): Namespace => ({
     apiVersion: 'v1',
@@ -128,6 +149,14 @@ function namespaces(): Namespace[] {
     },
   }));
   return [...named, ...filler];
+}
+
+/**
+ * PodNodeSelector's whitelist for namespace pinned-whitelist: `example.com/w<i>=v<i>` for i up to
+ * 10,000, more than the largest pod of the shapes below selects, so every entry is looked up.
+ */
+function podNodeSelectorWhitelist(): string {
+  return Array.from({ length: 10_000 }, (_, i) => `example.com/w${i}=v${i}`).join(',');
 }
 
 function node(name: string, labels: Record<string, string>, taints: Taint[]): Node {
@@ -173,6 +202,10 @@ function setup(name: string, large: boolean, facts: ClusterFacts, gates: Feature
     enabled: allPluginNames,
     defaultTolerationSeconds: {},
     podTolerationRestriction: {},
+    podNodeSelector: {
+      clusterDefault: new Map(),
+      whitelists: new Map([['pinned-whitelist', parseSelectorLabels(podNodeSelectorWhitelist()).labels ?? new Map<string, string>()]]),
+    },
     dedicatedNodes: createDedicatedNodes(() => loaded.set),
   });
   return { name, large, pipeline: createPipeline({ ...plugins, gates, clusterFacts: facts }) };
@@ -894,6 +927,50 @@ const shapes: readonly Shape[] = [
         daemonSet: true,
         object: daemonSet('ml', template('new', 2 * n), { version: 'new' }),
         oldObject: daemonSet('ml', template('old', n), { version: 'old' }),
+      });
+    },
+  },
+  {
+    name: 'PodNodeSelector: a pod nodeSelector of many labels in a namespace with a node selector, merged and judged against the nodes',
+    n: 2_000,
+    nLargeCluster: 200,
+    build: (n) =>
+      review({
+        namespace: 'pinned',
+        operation: 'CREATE',
+        object: pod({
+          namespace: 'pinned',
+          spec: { nodeSelector: Object.fromEntries(Array.from({ length: n }, (_, i) => [`example.com/label-${i}`, `v${i}`])) },
+        }),
+      }),
+  },
+  {
+    name: 'PodNodeSelector: a pod nodeSelector of many labels, each looked up in a namespace whitelist of 10,000',
+    n: 2_000,
+    nLargeCluster: 200,
+    build: (n) =>
+      review({
+        namespace: 'pinned-whitelist',
+        operation: 'CREATE',
+        object: pod({
+          namespace: 'pinned-whitelist',
+          spec: { nodeSelector: Object.fromEntries(Array.from({ length: n }, (_, i) => [`example.com/w${i}`, `v${i}`])) },
+        }),
+      }),
+  },
+  {
+    name: 'PodNodeSelector: a DaemonSet UPDATE whose template of many nodeSelector labels changed, in a namespace with a node selector',
+    n: 2_000,
+    build: (n) => {
+      const selector = (count: number, tag: string): JsonObject => ({
+        nodeSelector: Object.fromEntries(Array.from({ length: count }, (_, i) => [`example.com/${tag}-${i}`, `v${i}`])),
+      });
+      return review({
+        namespace: 'pinned',
+        operation: 'UPDATE',
+        daemonSet: true,
+        object: daemonSet('pinned', selector(n, 'new'), { version: 'new' }),
+        oldObject: daemonSet('pinned', selector(n, 'old'), { version: 'old' }),
       });
     },
   },

@@ -46,6 +46,8 @@ export interface ReviewFixture {
     readonly patched?: boolean;
     readonly tolerations?: readonly unknown[];
     readonly affinity?: unknown;
+    /** The pod spec's nodeSelector after the patch (for a DaemonSet, its template's). */
+    readonly nodeSelector?: Readonly<Record<string, string>>;
   };
   readonly review: {
     request: { uid: string; object: Record<string, unknown> | null; operation: string; [key: string]: unknown };
