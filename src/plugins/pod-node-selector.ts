@@ -33,6 +33,12 @@
  * wedging the DaemonSet's updates over a namespace annotation added later would be a surprise; a
  * problem there is a warning. Pods themselves stay exactly upstream's.
  *
+ * One difference on the validating side: upstream's Validate checks conflicts and the whitelist
+ * only, since in kube-apiserver its Admit has always merged the selector just before. A webhook's
+ * mutating call can be skipped (failurePolicy Ignore), so the validating side also refuses a pod
+ * created without the namespace's labels, and a DaemonSet template written without them; after
+ * the mutating side ran, nothing is missing and the answers are upstream's.
+ *
  * Mirror pods are never mutated (the pipeline's rule) nor refused here: the kubelet runs the static
  * pod whatever the API says, and refusing its mirror would only hide it.
  */
@@ -44,6 +50,7 @@ import {
   judgeNodeSelector,
   mergeNodeSelector,
   namespaceWhitelist,
+  type LabelSet,
   type NodeSelectorJudgement,
   type PodNodeSelectorConfig,
 } from '../scheduling/namespace-node-selector.js';
@@ -125,6 +132,31 @@ function templateProblem(
   }
 }
 
+/**
+ * The labels of the namespace's selector a nodeSelector lacks, as `k=v, k=v` (at most
+ * `missingShown` of them, then a count): the validating side's reason when the mutating side's
+ * merge did not happen. Keys and values are the namespace's (written by whoever may annotate it),
+ * clipped all the same.
+ */
+function missingLabels(nodeSelector: Readonly<Record<string, string>>, namespaceSelector: LabelSet): string | undefined {
+  const missing: string[] = [];
+  let count = 0;
+  for (const [key, value] of namespaceSelector) {
+    if (Object.hasOwn(nodeSelector, key)) continue;
+    count++;
+    if (missing.length < missingShown) missing.push(`${clip(key)}=${clip(value)}`);
+  }
+  if (count === 0) return undefined;
+  return count > missing.length ? `${missing.join(', ')} and ${count - missing.length} more` : missing.join(', ');
+}
+
+/** As many labels as a denial spells out (the violations of DedicatedNodes stop at the same number). */
+const missingShown = 10;
+
+/** Why a pod or template that lacks the namespace's labels is refused on the validating side. */
+const unmergedText =
+  "lacks its namespace node label selector's labels, which tolerator's mutating webhook adds: the object did not pass that webhook (unavailable, timed out or skipped)";
+
 /** The template of a DaemonSet, when it has a pod spec (an object without one is the API server's to refuse). */
 function templateOf(object: JsonObject | undefined): { readonly template: JsonObject; readonly spec: JsonObject } | undefined {
   const spec = object?.spec;
@@ -194,13 +226,20 @@ export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPl
       return {};
     }
     const own = nodeSelectorOf(found.spec);
-    const judgement = judgeNodeSelector(
-      own,
-      effectiveNamespaceNodeSelector(context.namespace, config),
-      namespaceWhitelist(config, attributes.namespace),
-    );
+    const effective = effectiveNamespaceNodeSelector(context.namespace, config);
+    const judgement = judgeNodeSelector(own, effective, namespaceWhitelist(config, attributes.namespace));
     if (judgement.verdict === 'allowed') {
-      return {};
+      const missing = effective.error === undefined ? missingLabels(own, effective.selector) : undefined;
+      if (missing === undefined || !writesTemplate(attributes, found.template)) {
+        return {};
+      }
+      return {
+        denial: {
+          reason: 'Forbidden',
+          message: `spec.template.spec.nodeSelector ${unmergedText}; missing: ${missing}`,
+          object: { group: 'apps', resource: 'daemonsets', name: nameOf(object) },
+        },
+      };
     }
     if (writesTemplate(attributes, found.template)) {
       return { denial: daemonSetDenial(judgement, own, object) };
@@ -226,12 +265,26 @@ export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPl
       if (!isPodCreate(attributes) || isMirrorPodRequest(attributes)) {
         return {};
       }
-      const judgement = judgeNodeSelector(
-        nodeSelectorOf(object.spec),
-        effectiveNamespaceNodeSelector(context.namespace, config),
-        namespaceWhitelist(config, attributes.namespace),
-      );
-      return judgement.verdict === 'allowed' ? {} : { denial: podDenial(judgement, nameOf(object)) };
+      const own = nodeSelectorOf(object.spec);
+      const effective = effectiveNamespaceNodeSelector(context.namespace, config);
+      const judgement = judgeNodeSelector(own, effective, namespaceWhitelist(config, attributes.namespace));
+      if (judgement.verdict !== 'allowed') {
+        return { denial: podDenial(judgement, nameOf(object)) };
+      }
+      // Upstream's Validate checks conflicts only, because its Admit always ran just before. Here
+      // the mutating webhook may have been skipped (failurePolicy Ignore), and a pod without the
+      // namespace's labels would run anywhere: the guarantee is held on this side.
+      const missing = effective.error === undefined ? missingLabels(own, effective.selector) : undefined;
+      if (missing === undefined) {
+        return {};
+      }
+      return {
+        denial: {
+          reason: 'Forbidden',
+          message: `pod node label selector ${unmergedText}; missing: ${missing}`,
+          object: { group: '', resource: 'pods', name: nameOf(object) },
+        },
+      };
     },
   } satisfies MutatingPlugin & ValidatingPlugin;
 }

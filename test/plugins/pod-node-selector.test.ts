@@ -235,9 +235,37 @@ describe('PodNodeSelector: answers as kube-apiserver words them', () => {
     );
   });
 
-  it('the validating side does not require the namespace selector to be merged in (upstream Validate only checks conflicts)', () => {
+  it("the validating side refuses a pod created without the namespace's labels (the mutating webhook was skipped)", () => {
     const object = pod({});
-    assert.deepEqual(plugin().validate(object, podAttributes('CREATE', object), context), {});
+    const denial = plugin().validate(object, podAttributes('CREATE', object), context).denial;
+    assert.ok(denial !== undefined);
+    assert.deepEqual(denialStatus(denial), {
+      metadata: {},
+      status: 'Failure',
+      message:
+        'pods "testPod" is forbidden: pod node label selector lacks its namespace node label selector\'s labels, which ' +
+        "tolerator's mutating webhook adds: the object did not pass that webhook (unavailable, timed out or skipped); missing: infra=true",
+      reason: 'Forbidden',
+      details: { name: 'testPod', kind: 'pods' },
+      code: 403,
+    });
+  });
+
+  it('the validating side passes what the mutating side produced, and a pod of a namespace without a selector', () => {
+    const object = pod({ app: 'web' });
+    const admitted = plugin().admit(object, podAttributes('CREATE', object), context).object;
+    assert.ok(admitted !== undefined);
+    assert.deepEqual(plugin().validate(admitted, podAttributes('CREATE', admitted), context), {});
+    assert.deepEqual(plugin().validate(object, podAttributes('CREATE', object), pluginContext({ namespace: testNamespace('') })), {});
+  });
+
+  it('a missing-labels denial names at most 10 labels and counts the rest', () => {
+    const labels = Array.from({ length: 25 }, (_, index) => `k${index}=v`).join(',');
+    const object = pod({});
+    const message = text(
+      plugin().validate(object, podAttributes('CREATE', object), pluginContext({ namespace: testNamespace(labels) })).denial,
+    );
+    assert.match(message, /missing: k0=v, k1=v, .*, k9=v and 15 more$/);
   });
 
   it('an annotation that does not parse refuses the pod with 403 (not 500), naming the namespace and the annotation', () => {
@@ -367,6 +395,20 @@ describe("PodNodeSelector: DaemonSet templates (tolerator's addition against the
     const quiet = admissionAttributes(daemonSetResource, 'UPDATE', unmerged, { oldObject: daemonSet({}) });
     assert.deepEqual(plugin().admit(unmerged, quiet, context), { object: unmerged }, 'no selector added: that would roll running pods out');
     assert.deepEqual(plugin().validate(unmerged, quiet, context), {});
+  });
+
+  it("a template written without the namespace's labels is refused on the validating side; one left alone is not", () => {
+    const object = daemonSet({ zone: 'a' });
+    const created = plugin().validate(object, admissionAttributes(daemonSetResource, 'CREATE', object), context);
+    assert.match(
+      text(created.denial),
+      /^spec\.template\.spec\.nodeSelector lacks its namespace node label selector's labels.*; missing: infra=true$/,
+    );
+    const untouched = admissionAttributes(daemonSetResource, 'UPDATE', object, { oldObject: daemonSet({ zone: 'a' }) });
+    assert.deepEqual(plugin().validate(object, untouched, context), {});
+    const admitted = plugin().admit(object, admissionAttributes(daemonSetResource, 'CREATE', object), context).object;
+    assert.ok(admitted !== undefined);
+    assert.deepEqual(plugin().validate(admitted, admissionAttributes(daemonSetResource, 'CREATE', admitted), context), {});
   });
 
   it('a namespace with no selector leaves the template alone', () => {
