@@ -157,7 +157,7 @@ function spell(items: readonly string[]): string {
 }
 
 /** What to do about a pod whose spec admission would have changed: its tolerations and affinity are fixed at creation. */
-const recreate = 'recreate the pod (delete it and let its controller create it again) so that admission';
+const recreate = 'recreate the pod so that admission';
 
 // ---------------------------------------------------------------------------------------------
 // The rules, in the order they are reported for one pod. Adding a rule is one entry here.
@@ -173,7 +173,7 @@ const rules = [
       }
       return [
         {
-          message: `spec.nodeName "${nodeName}" names no existing node: a node registering under that name would run the pod whatever its dedicated taint says; delete the pod (its controller places a new one through the scheduler)`,
+          message: `spec.nodeName "${nodeName}" names no existing node: a node registering under that name would run the pod whatever its dedicated taint says; recreate the pod so that admission and the scheduler place it`,
         },
       ];
     },
@@ -209,7 +209,7 @@ const rules = [
         if (lacks.length === 0) continue;
         findings.push({
           policy,
-          message: `a pod of group "${group}" must tolerate ${policy.taint.key}=${group}:${policy.taint.effect} and require ${policy.nodeLabel} In [${group}] in every required node affinity term: ${spell(lacks)}; ${recreate} adds them${exemptByRequester(policy)}`,
+          message: `a pod of group "${group}" (policy "${policy.name}") must tolerate ${policy.taint.key}=${group}:${policy.taint.effect} and require ${policy.nodeLabel} In [${group}] in every required node affinity term: ${spell(lacks)}; ${recreate} adds them${exemptByRequester(policy)}`,
         });
       }
       return findings;
@@ -230,7 +230,7 @@ const rules = [
         if (foreign.length === 0 || evaluator.infrastructure(policy)) continue;
         findings.push({
           policy,
-          message: `${spell(foreign)} (${policy.taint.key}=<group>:${policy.taint.effect}); ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: remove the toleration from the pod's workload`,
+          message: `${spell(foreign)} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}"); ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: remove the toleration from the pod's workload`,
         });
       }
       return findings;
@@ -253,7 +253,7 @@ const rules = [
         if (missing.length === 0) return [];
         return [
           {
-            message: `a DaemonSet's pod lacks the DaemonSet controller's tolerations ${spell(missing.map(describeToleration))}; ${recreate} adds them (its DaemonSet replaces it)`,
+            message: `a DaemonSet's pod lacks the DaemonSet controller's tolerations ${spell(missing.map(describeToleration))}; ${recreate} (DaemonSetTolerations) adds them`,
           },
         ];
       }
@@ -262,7 +262,7 @@ const rules = [
       if (missing.length === 0) return [];
       return [
         {
-          message: `lacks a toleration of ${missing.map((key) => `${key}:NoExecute`).join(' and ')}, so it is evicted at once when its node fails instead of after the default tolerationSeconds; ${recreate} (DefaultTolerationSeconds) adds it`,
+          message: `lacks a toleration of ${missing.map((key) => `${key}:NoExecute`).join(' and ')} (evicted at once, not after tolerationSeconds, when its node fails); ${recreate} (DefaultTolerationSeconds) adds it`,
         },
       ];
     },
@@ -276,7 +276,7 @@ const rules = [
       if (isBestEffortPod(pod, settings.gates) || tolerations.some((toleration) => isSuperset(toleration, wanted))) return [];
       return [
         {
-          message: `the pod is not BestEffort but lacks a toleration of ${wanted.key}:${wanted.effect}, so it is kept off nodes under memory pressure that it would survive on; ${recreate} (PodTolerationRestriction) adds it`,
+          message: `not BestEffort, yet lacks a toleration of ${wanted.key}:${wanted.effect} (kept off nodes under memory pressure it would survive); ${recreate} (PodTolerationRestriction) adds it`,
         },
       ];
     },
@@ -291,7 +291,7 @@ const rules = [
       if (errors.length === 0) return [];
       return [
         {
-          message: `the API server refuses this pod if it is created again: ${spell([...new Set(errors.map(errorMessage))])}; fix the toleration in the pod's workload`,
+          message: `the API server refuses this pod if it is created again: ${spell([...new Set(errors.map(errorMessage))])}; fix the toleration in its workload`,
         },
       ];
     },
@@ -327,7 +327,7 @@ function nodeFindings(subject: Subject, foreign: boolean): Finding[] {
       if (evaluator.infrastructure(policy)) continue;
       findings.push({
         policy,
-        message: `${problem.message}; ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: delete the pod so that it is placed again through admission and the scheduler`,
+        message: `${problem.message}; ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: recreate the pod so that admission and the scheduler place it`,
       });
     } else {
       findings.push({

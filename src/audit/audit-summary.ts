@@ -95,8 +95,8 @@ export function auditJson(result: AuditResult): string {
 
 /**
  * The default output: one row per violation, NAMESPACE NAME NODE RULE MESSAGE, columns padded as
- * `kubectl get` pads them; `<none>` for a pod bound to no node; a tenancy rule's message names
- * its policy. Nothing found: one line saying how many pods were audited.
+ * `kubectl get` pads them; `<none>` for a pod bound to no node (a tenancy rule's message names its
+ * policy). Nothing found: one line saying how many pods were audited.
  */
 export function auditTable(result: AuditResult): string {
   const { summary } = result;
@@ -109,7 +109,7 @@ export function auditTable(result: AuditResult): string {
     violation.name,
     violation.node === '' ? '<none>' : violation.node,
     violation.rule,
-    violation.policy === undefined ? violation.message : `policy "${violation.policy}": ${violation.message}`,
+    violation.message,
   ]);
   const widths = header.map((title, column) => rows.reduce((width, row) => Math.max(width, (row[column] ?? '').length), title.length));
   const line = (cells: readonly string[]): string =>

@@ -81,7 +81,7 @@ describe('tolerator audit --cluster-state FILE', () => {
       lines[1] ?? '',
       /^shared {6}pending {3}<none> {3}missing-default-tolerations {3}lacks a toleration of node\.kubernetes\.io\/not-ready:NoExecute/,
     );
-    assert.match(lines[2] ?? '', /^shared {6}pending {3}<none> {3}missing-memory-pressure {7}the pod is not BestEffort/);
+    assert.match(lines[2] ?? '', /^shared {6}pending {3}<none> {3}missing-memory-pressure {7}not BestEffort, yet lacks/);
     assert.equal(lines[4], '2 violations in 1 of 1 pods audited.');
   });
 
@@ -159,6 +159,17 @@ describe('tolerator audit --cluster-state FILE', () => {
       assert.doesNotMatch(result.stderr, /\n\s+at /);
     });
   }
+
+  it("the README's example is what the command prints for examples/audit-cluster.yaml", async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const command = '$ npm run tolerator -- audit --cluster-state examples/audit-cluster.yaml --policies policies\n';
+    const start = readme.indexOf(command);
+    assert.ok(start !== -1, 'the README shows the command');
+    const shown = readme.slice(start + command.length, readme.indexOf('\n```', start) + 1);
+    const { code, stdout } = await audit(['--cluster-state', join(root, 'examples', 'audit-cluster.yaml'), '--policies', policiesDir], {});
+    assert.equal(code, 1);
+    assert.equal(shown, stdout);
+  });
 
   it("the default exclusions are the webhooks' namespaceSelector in deploy/base", () => {
     for (const file of ['mutating-webhook.yaml', 'validating-webhook.yaml']) {
