@@ -9,6 +9,7 @@ import { setImmediate as nextTurn } from 'node:timers/promises';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import type { AuditSettings } from '../../src/audit/audit-rules.js';
 import { podsAsOnePage, runAudit } from '../../src/cli/audit-run.js';
+import { parseAuditInterval } from '../../src/cli/periodic-audit.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
 import { allPluginNames } from '../../src/plugins/registry.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
@@ -60,4 +61,24 @@ describe('an audit run yields to other work', () => {
     );
     assert.equal(ranDuring, false);
   });
+});
+
+describe('--audit-interval', () => {
+  const rows: { raw: string; ms?: number; error?: RegExp }[] = [
+    { raw: '1h', ms: 3_600_000 },
+    { raw: '30m', ms: 1_800_000 },
+    { raw: '1h30m', ms: 5_400_000 },
+    { raw: '90s', ms: 90_000 },
+    { raw: '', error: /is not a duration/ },
+    { raw: '1d', error: /is not a duration/ },
+    { raw: '10', error: /is not a duration/ },
+    { raw: '0s', error: /shorter than 1s/ },
+    { raw: '-5m', error: /is not a duration/ },
+  ];
+  for (const row of rows) {
+    it(`${JSON.stringify(row.raw)} → ${row.ms === undefined ? 'refused' : `${row.ms} ms`}`, () => {
+      if (row.ms !== undefined) assert.equal(parseAuditInterval(row.raw), row.ms);
+      else assert.throws(() => parseAuditInterval(row.raw), row.error ?? /./);
+    });
+  }
 });
