@@ -7,6 +7,10 @@
  * namespace with violations gets its report created or replaced, and every report of tolerator's
  * in a namespace without violations any more is deleted (found by its labels), so no stale report
  * outlives what it reported. A write that fails is counted and logged; the rest go on.
+ *
+ * Every replica audits and writes (there is no leader election): a create answered 409
+ * AlreadyExists, or a replace answered 409 Conflict, means another replica wrote the report
+ * between this one's list and its write, from an audit of the same cluster; it is left as it is.
  */
 import { reportLabelSelector, reportApis, reportName, type ReportApi, type ReportObject } from '../audit/policy-reports.js';
 import { describeFailure, type ApiRequest } from './api-requests.js';
@@ -71,12 +75,12 @@ export async function writePolicyReports(
         ? await attempt(
             `creating ${api.kind} ${namespace}/${reportName}`,
             () => request('POST', collection, report),
-            (s) => s === 201 || s === 200,
+            (s) => s === 201 || s === 200 || s === 409,
           )
         : await attempt(
             `replacing ${api.kind} ${namespace}/${reportName}`,
             () => request('PUT', `${collection}/${reportName}`, { ...report, metadata: { ...report.metadata, resourceVersion } }),
-            (s) => s === 200,
+            (s) => s === 200 || s === 409,
           );
     if (done) written += 1;
   }
