@@ -21,8 +21,8 @@
  * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
- * naming no node (and only while policies are loaded); without policies the webhook admits such a
- * pod, so the audit does not report it either. A rule is judged only while its plugin is enabled
+ * naming no node (and only while policies are loaded, and outside infrastructure namespaces);
+ * where the webhook admits such a pod, the audit does not report it either. A rule is judged only while its plugin is enabled
  * (`--enable-plugins`/`--disable-plugins`, as for `serve`).
  *
  * What a stored pod no longer carries: the request that created it. So
@@ -167,13 +167,18 @@ const rules = [
     name: 'unknown-node',
     plugins: ['DedicatedNodes'],
     check: (subject) => {
-      const { nodeName, surroundings, settings } = subject;
-      if (nodeName === '' || surroundings.node !== undefined || !surroundings.nodesKnown || settings.policies.policies.length === 0) {
-        return [];
-      }
+      const { nodeName, surroundings } = subject;
+      if (nodeName === '' || surroundings.node !== undefined || !surroundings.nodesKnown) return [];
+      // A missing node reaches every group (group-reach.ts missingNodeProblem): as in admission,
+      // only a namespace that every policy calls infrastructure may name one. One finding, under
+      // the first policy that does not, since the fact is the same for all of them.
+      const { evaluator, memberships } = subject.tenancy();
+      const policy = memberships.find((membership) => !evaluator.infrastructure(membership.policy))?.policy;
+      if (policy === undefined) return [];
       return [
         {
-          message: `spec.nodeName "${nodeName}" names no existing node: a node registering under that name would run the pod whatever its dedicated taint says; recreate the pod so that admission and the scheduler place it`,
+          policy,
+          message: `spec.nodeName "${nodeName}" names no existing node (policy "${policy.name}"): a node registering under that name would run the pod whatever its ${policy.taint.key}=<group>:${policy.taint.effect} taint says; recreate the pod so that admission and the scheduler place it`,
         },
       ];
     },

@@ -39,7 +39,7 @@ const facts = staticClusterFacts({ namespaces: auditNamespaces, nodes: auditNode
 
 const caseArbitrary = fc.record({
   pod: podArbitrary,
-  namespace: fc.constantFrom('tenant-a', 'shared', 'infra'),
+  namespace: fc.constantFrom('tenant-a', 'shared', 'infra', 'monitoring'),
   // Mostly unbound (the scheduler then places the pod), else named directly, which admission judges.
   nodeName: fc.oneof(
     { weight: 3, arbitrary: fc.constant(undefined) },

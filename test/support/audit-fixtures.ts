@@ -25,6 +25,12 @@ export const auditNamespaces: Namespace[] = [
     kind: 'Namespace',
     metadata: { name: 'infra', labels: { 'kubernetes.io/metadata.name': 'infra', 'tolerator.dev/node-infrastructure': 'true' } },
   },
+  // Infrastructure under both shipped policies: by its label, and by its name (the prefix policy's list).
+  {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'monitoring', labels: { 'kubernetes.io/metadata.name': 'monitoring', 'tolerator.dev/node-infrastructure': 'true' } },
+  },
   { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system', labels: { 'kubernetes.io/metadata.name': 'kube-system' } } },
   {
     apiVersion: 'v1',
@@ -130,6 +136,20 @@ export interface AuditRow {
 export const auditRows: AuditRow[] = [
   { about: 'unknown-node', breaks: true, pod: shared('on-ghost', { node: 'ghost' }), expected: ['unknown-node'] },
   { about: 'unknown-node', breaks: false, pod: shared('on-plain'), expected: [] },
+  {
+    // Admission lets a namespace that every policy calls infrastructure name any node (node agents, debug pods).
+    about: 'unknown-node',
+    breaks: false,
+    pod: storedPod({ namespace: 'monitoring', name: 'agent-on-ghost', node: 'ghost', tolerations: [...defaults, memoryPressure] }),
+    expected: [],
+  },
+  {
+    // infra is infrastructure under the label policy only: the prefix policy still refuses the missing node.
+    about: 'unknown-node',
+    breaks: true,
+    pod: storedPod({ namespace: 'infra', name: 'agent-on-ghost', node: 'ghost', tolerations: [...defaults, memoryPressure] }),
+    expected: ['unknown-node'],
+  },
   { about: 'foreign-node', breaks: true, pod: shared('on-b', { node: 'node-b' }), expected: ['foreign-node'] },
   {
     about: 'foreign-node',
