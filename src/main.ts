@@ -215,7 +215,14 @@ async function serve(argv: readonly string[]): Promise<number> {
       intervalMs,
       request: createApiRequest(kubeConfig),
       facts: clusterFacts,
-      settings: () => ({ gates: gates.current(), enabled, policies: tenancy.current(), exclusion, all: false }),
+      settings: () => ({
+        gates: gates.current(),
+        enabled,
+        policies: tenancy.current(),
+        exclusion,
+        all: false,
+        podNodeSelector: settings.podNodeSelector,
+      }),
       metrics,
       logger,
     });

@@ -18,6 +18,7 @@
  * | `unknown-node` | DedicatedNodes | is the pod bound to a node that does not exist? |
  * | `missing-default-tolerations` | DefaultTolerationSeconds / DaemonSetTolerations | the not-ready/unreachable NoExecute tolerations, or a daemon pod's set |
  * | `missing-memory-pressure` | PodTolerationRestriction | a pod that is not BestEffort without a toleration covering memory-pressure:NoSchedule |
+ * | `node-selector-conflict` | PodNodeSelector | a nodeSelector that conflicts with the namespace's node selector, or leaves its whitelist (namespace-node-selector.ts judgeNamespaceNodeSelector) |
  * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
@@ -61,6 +62,11 @@ import type { TenancyPolicy } from '../tenancy/policy.js';
 import { isSuperset } from '../tolerations/merge.js';
 import { isBestEffortPod } from '../tolerations/qos.js';
 import { validateTolerations } from '../tolerations/validate-tolerations.js';
+import {
+  emptyPodNodeSelectorConfig,
+  judgeNamespaceNodeSelector,
+  type PodNodeSelectorConfig,
+} from '../scheduling/namespace-node-selector.js';
 import { errorMessage } from '../validation/field-errors.js';
 
 /** One pod breaking one rule (under one policy, for the tenancy rules). */
@@ -91,6 +97,8 @@ export interface AuditSettings {
   readonly exclusion: NamespaceExclusion;
   /** `--all`: also audit mirror pods and pods in excluded namespaces. */
   readonly all: boolean;
+  /** PodNodeSelector's cluster default and whitelists (`--admission-config`); absent: none. */
+  readonly podNodeSelector?: PodNodeSelectorConfig;
 }
 
 /** What the caller has read about the pod's surroundings. */
@@ -239,6 +247,38 @@ const rules = [
         });
       }
       return findings;
+    },
+  },
+  {
+    name: 'node-selector-conflict',
+    plugins: ['PodNodeSelector'],
+    check: (subject) => {
+      const judgement = judgeNamespaceNodeSelector(
+        subject.pod.spec?.nodeSelector,
+        subject.namespace,
+        subject.surroundings.namespace,
+        subject.settings.podNodeSelector ?? emptyPodNodeSelectorConfig,
+      );
+      switch (judgement.verdict) {
+        case 'allowed':
+          return [];
+        case 'conflict': {
+          const { key, namespaceValue, podValue } = judgement.conflict;
+          return [
+            {
+              message: `spec.nodeSelector ${key}=${podValue} conflicts with the namespace's node selector ${key}=${namespaceValue} (${judgement.message}); fix the nodeSelector in its workload`,
+            },
+          ];
+        }
+        case 'not-whitelisted':
+          return [
+            {
+              message: `spec.nodeSelector ${judgement.key} is not in the namespace's whitelist with that value (${judgement.message}); fix the nodeSelector in its workload`,
+            },
+          ];
+        case 'unreadable':
+          return [{ message: `${judgement.message}: admission refuses every pod of the namespace until its annotation is fixed` }];
+      }
     },
   },
   {

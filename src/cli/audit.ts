@@ -107,6 +107,7 @@ export async function auditCommand(argv: readonly string[], io: CommandIo): Prom
       policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
       exclusion: readExclusion(flags),
       all: flags.values.get('all') === true,
+      podNodeSelector: admission.podNodeSelector,
     };
     const kubeconfig = flags.values.get('kubeconfig') as string | undefined;
     if (admission.clusterStateFile !== undefined && kubeconfig !== undefined) {

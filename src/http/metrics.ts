@@ -27,7 +27,7 @@ export interface Metrics {
   readonly featureGateEnabled: Gauge<'name' | 'source'>;
   /**
    * Pods breaking each audit rule, by namespace, as the last completed periodic audit found them
-   * (replaced as a whole when an audit completes). Its series are bounded by the rules (8) times
+   * (replaced as a whole when an audit completes). Its series are bounded by the rules (9) times
    * the namespaces that have violations: namespaces are created by the platform team, not by
    * tenants, so a tenant cannot multiply them.
    */

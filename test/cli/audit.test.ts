@@ -37,9 +37,12 @@ function withViolations(expected: Map<string, string[]>): Map<string, string[]> 
   return new Map([...expected].filter(([, rules]) => rules.length > 0));
 }
 
+/** The fixture's flags: its file, the shipped policies, and PodNodeSelector on (it is off by default). */
+const fixtureFlags = ['--cluster-state', stateFile, '--policies', policiesDir, '--enable-plugins', 'PodNodeSelector'];
+
 describe('tolerator audit --cluster-state FILE', () => {
   it('-o json: every rule, each pod with exactly its violations, in a deterministic order', async () => {
-    const { code, stdout, stderr } = await audit(['--cluster-state', stateFile, '--policies', policiesDir, '-o', 'json']);
+    const { code, stdout, stderr } = await audit([...fixtureFlags, '-o', 'json']);
     assert.equal(stderr, '');
     assert.equal(code, 1);
     const output = JSON.parse(stdout) as JsonOutput;
@@ -61,7 +64,7 @@ describe('tolerator audit --cluster-state FILE', () => {
   });
 
   it('--all adds mirror pods and pods of excluded namespaces; terminated pods stay out', async () => {
-    const { code, stdout } = await audit(['--cluster-state', stateFile, '--policies', policiesDir, '-o', 'json', '--all']);
+    const { code, stdout } = await audit([...fixtureFlags, '-o', 'json', '--all']);
     assert.equal(code, 1);
     const output = JSON.parse(stdout) as JsonOutput;
     const expected = withViolations(expectedRulesByPod());

@@ -79,7 +79,10 @@ describe('the audit against an API server', () => {
   });
 
   it('tolerator audit --kubeconfig finds what it finds in the same cluster as a file', async () => {
-    const { code, stdout, stderr } = await audit(['--kubeconfig', kubeconfig, '--policies', policiesDir, '-o', 'json'], {});
+    const { code, stdout, stderr } = await audit(
+      ['--kubeconfig', kubeconfig, '--policies', policiesDir, '--enable-plugins', 'PodNodeSelector', '-o', 'json'],
+      {},
+    );
     assert.equal(stderr, '');
     assert.equal(code, 1);
     const output = JSON.parse(stdout) as { violations: { namespace: string; name: string; rule: string }[] };

@@ -4,10 +4,10 @@
  * server stores it and placed where the scheduler may place it, breaks no audit rule.
  *
  * Pods are generated (test/support/pod-arbitraries.ts: every mix of resources, tolerations valid
- * and not, DaemonSet owners, hostNetwork) into a tenant namespace, a namespace of no group and an
- * infrastructure namespace, with or without a `nodeName` (a node of the group, another group's,
- * an ungrouped one, or none by that name), under the shipped policies, with the Gt/Lt gate off and
- * on. A pod admission denies does not exist and is not audited. A pod without `nodeName` is bound
+ * and not, DaemonSet owners, hostNetwork) into a tenant namespace, a namespace of no group, two
+ * infrastructure namespaces and one with a PodNodeSelector node selector, with or without a
+ * `nodeName` (a node of the group, another group's, an ungrouped one, or none by that name) and a
+ * `nodeSelector`, under the shipped policies and PodNodeSelector, with the Gt/Lt gate off and on. A pod admission denies does not exist and is not audited. A pod without `nodeName` is bound
  * to the first node the scheduler's filters accept (src/scheduling/placement.ts), or stays pending.
  *
  * The client's `status.qosClass` is dropped before admission: the API server replaces the status of
@@ -39,7 +39,8 @@ const facts = staticClusterFacts({ namespaces: auditNamespaces, nodes: auditNode
 
 const caseArbitrary = fc.record({
   pod: podArbitrary,
-  namespace: fc.constantFrom('tenant-a', 'shared', 'infra', 'monitoring'),
+  namespace: fc.constantFrom('tenant-a', 'shared', 'infra', 'monitoring', 'zoned'),
+  nodeSelector: fc.constantFrom(undefined, { zone: 'east' }, { zone: 'west' }, { dedicated: 'a' }, { dedicated: 'b' }),
   // Mostly unbound (the scheduler then places the pod), else named directly, which admission judges.
   nodeName: fc.oneof(
     { weight: 3, arbitrary: fc.constant(undefined) },
@@ -54,7 +55,9 @@ function gatesOf(gateOn: boolean): FeatureGates {
 
 const pipelines = new Map(
   [false, true].map((gateOn) => {
-    const settings = readAdmissionSettings(parseFlags([`--feature-gates=TaintTolerationComparisonOperators=${gateOn}`], admissionFlags));
+    const settings = readAdmissionSettings(
+      parseFlags([`--feature-gates=TaintTolerationComparisonOperators=${gateOn}`, '--enable-plugins=PodNodeSelector'], admissionFlags),
+    );
     return [gateOn, pipelineFor(settings, facts, () => policies)] as const;
   }),
 );
@@ -64,12 +67,13 @@ describe('the audit agrees with admission', () => {
     let audited = 0;
     let bound = 0;
     await fc.assert(
-      fc.asyncProperty(caseArbitrary, async ({ pod, namespace, nodeName, gateOn }) => {
+      fc.asyncProperty(caseArbitrary, async ({ pod, namespace, nodeName, nodeSelector, gateOn }) => {
         const gates = gatesOf(gateOn);
         const sent = structuredClone(pod);
         (sent.metadata as Record<string, unknown>).namespace = namespace;
         const spec = sent.spec as Record<string, unknown>;
         if (nodeName !== undefined) spec.nodeName = nodeName;
+        if (nodeSelector !== undefined) spec.nodeSelector = nodeSelector;
         delete (sent as { status?: unknown }).status;
         const run = await admitObject(pipelines.get(gateOn)!, {
           object: sent,

@@ -32,6 +32,16 @@ export const auditNamespaces: Namespace[] = [
     metadata: { name: 'monitoring', labels: { 'kubernetes.io/metadata.name': 'monitoring', 'tolerator.dev/node-infrastructure': 'true' } },
   },
   { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'kube-system', labels: { 'kubernetes.io/metadata.name': 'kube-system' } } },
+  // PodNodeSelector confines its pods to zone=east.
+  {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: {
+      name: 'zoned',
+      labels: { 'kubernetes.io/metadata.name': 'zoned' },
+      annotations: { 'scheduler.alpha.kubernetes.io/node-selector': 'zone=east' },
+    },
+  },
   {
     apiVersion: 'v1',
     kind: 'Namespace',
@@ -86,6 +96,7 @@ interface PodOptions {
   annotations?: Record<string, string>;
   ownerReferences?: JsonObject[];
   phase?: string;
+  nodeSelector?: Record<string, string>;
 }
 
 /** A pod as the API server stores it: bound, Running unless said otherwise, QoS recorded in status. */
@@ -106,6 +117,7 @@ export function storedPod(options: PodOptions): JsonObject {
       ...(options.node === undefined ? {} : { nodeName: options.node }),
       ...(options.tolerations === undefined ? {} : { tolerations: options.tolerations }),
       ...(options.affinity === undefined ? {} : { affinity: options.affinity }),
+      ...(options.nodeSelector === undefined ? {} : { nodeSelector: options.nodeSelector }),
     },
     status: { phase: options.phase ?? 'Running', qosClass: burstable ? 'Burstable' : 'BestEffort' },
   };
@@ -239,6 +251,30 @@ export const auditRows: AuditRow[] = [
     about: 'missing-memory-pressure',
     breaks: false,
     pod: shared('besteffort-without-memory-pressure', { tolerations: defaults, burstable: false }),
+    expected: [],
+  },
+  {
+    about: 'node-selector-conflict',
+    breaks: true,
+    pod: storedPod({
+      namespace: 'zoned',
+      name: 'west',
+      node: 'plain',
+      tolerations: [...defaults, memoryPressure],
+      nodeSelector: { zone: 'west' },
+    }),
+    expected: ['node-selector-conflict'],
+  },
+  {
+    about: 'node-selector-conflict',
+    breaks: false,
+    pod: storedPod({
+      namespace: 'zoned',
+      name: 'east',
+      node: 'plain',
+      tolerations: [...defaults, memoryPressure],
+      nodeSelector: { zone: 'east' },
+    }),
     expected: [],
   },
   {
