@@ -18,7 +18,7 @@
  * | `unknown-node` | DedicatedNodes | is the pod bound to a node that does not exist? |
  * | `missing-default-tolerations` | DefaultTolerationSeconds / DaemonSetTolerations | the not-ready/unreachable NoExecute tolerations, or a daemon pod's set |
  * | `missing-memory-pressure` | PodTolerationRestriction | a pod that is not BestEffort without a toleration covering memory-pressure:NoSchedule |
- * | `node-selector-conflict` | PodNodeSelector | a nodeSelector that conflicts with the namespace's node selector, or leaves its whitelist (namespace-node-selector.ts judgeNamespaceNodeSelector) |
+ * | `node-selector-conflict` | PodNodeSelector | a nodeSelector that conflicts with the namespace's node selector, leaves its whitelist (namespace-node-selector.ts judgeNamespaceNodeSelector) or lacks its labels |
  * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
@@ -63,6 +63,7 @@ import { isSuperset } from '../tolerations/merge.js';
 import { isBestEffortPod } from '../tolerations/qos.js';
 import { validateTolerations } from '../tolerations/validate-tolerations.js';
 import {
+  effectiveNamespaceNodeSelector,
   emptyPodNodeSelectorConfig,
   judgeNamespaceNodeSelector,
   type PodNodeSelectorConfig,
@@ -253,15 +254,22 @@ const rules = [
     name: 'node-selector-conflict',
     plugins: ['PodNodeSelector'],
     check: (subject) => {
-      const judgement = judgeNamespaceNodeSelector(
-        subject.pod.spec?.nodeSelector,
-        subject.namespace,
-        subject.surroundings.namespace,
-        subject.settings.podNodeSelector ?? emptyPodNodeSelectorConfig,
-      );
+      const config = subject.settings.podNodeSelector ?? emptyPodNodeSelectorConfig;
+      const nodeSelector = subject.pod.spec?.nodeSelector ?? {};
+      const judgement = judgeNamespaceNodeSelector(nodeSelector, subject.namespace, subject.surroundings.namespace, config);
       switch (judgement.verdict) {
-        case 'allowed':
-          return [];
+        case 'allowed': {
+          // The validating side also refuses a pod without the namespace's labels (its mutating
+          // merge was skipped): such a pod may run on any node.
+          const effective = effectiveNamespaceNodeSelector(subject.surroundings.namespace, config);
+          const missing = [...(effective.selector ?? [])].filter(([key]) => !Object.hasOwn(nodeSelector, key));
+          if (missing.length === 0) return [];
+          return [
+            {
+              message: `spec.nodeSelector lacks the namespace's node selector ${spell(missing.map(([key, value]) => `${key}=${value}`))}, so the pod may run outside the namespace's nodes; ${recreate} (PodNodeSelector) adds it`,
+            },
+          ];
+        }
         case 'conflict': {
           const { key, namespaceValue, podValue } = judgement.conflict;
           return [

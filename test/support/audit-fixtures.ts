@@ -266,6 +266,13 @@ export const auditRows: AuditRow[] = [
     expected: ['node-selector-conflict'],
   },
   {
+    // Created before the namespace was annotated (or while the mutating webhook was skipped).
+    about: 'node-selector-conflict',
+    breaks: true,
+    pod: storedPod({ namespace: 'zoned', name: 'anywhere', node: 'plain', tolerations: [...defaults, memoryPressure] }),
+    expected: ['node-selector-conflict'],
+  },
+  {
     about: 'node-selector-conflict',
     breaks: false,
     pod: storedPod({
