@@ -11,6 +11,9 @@
  *                                 while the toleration merge is quadratic): replaces that
  *                                 section of bench/RESULTS.md and leaves the rest as it is;
  *                                 add --worst-filter <text> to run only the shapes naming it
+ *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
+ *                                 50,000 pods from a file and from an API server, about a
+ *                                 minute): replaces that section and leaves the rest as it is
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -28,6 +31,7 @@ import { LoadGenerator, type Measurement } from './load-client.js';
 import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload } from './payloads.js';
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
+import { measureAudit, spliceAuditSection } from './audit.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -40,8 +44,8 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst') {
-  throw new Error(`--only ${flags.only}: the only section that runs alone is "worst"`);
+if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit') {
+  throw new Error(`--only ${flags.only}: the sections that run alone are "worst" and "audit"`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -217,6 +221,33 @@ async function main(): Promise<void> {
         .join(' ')}`,
     ]);
   };
+  /** The audit section: its lines. */
+  const audit = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const host = machine();
+    const section = await measureAudit({ root, dir, note });
+    const header = [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
+    ];
+    // The date and machine go after the title (the first three lines: marker, title, blank).
+    return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
+  };
+  if (flags.only === 'audit') {
+    try {
+      const section = await audit();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceAuditSection(readFileSync(file, 'utf8'), section));
+      note('replaced the audit section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   if (flags.only === 'worst') {
     try {
       const section = await worst();
@@ -640,9 +671,11 @@ async function main(): Promise<void> {
       );
     }
 
-    // ---- the worst review ----
+    // ---- the worst review, the audit ----
     if (!flags.soak) {
       for (const line of await worst()) out(line);
+      out();
+      for (const line of await audit()) out(line);
       out();
     }
 

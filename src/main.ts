@@ -21,6 +21,8 @@ import {
   readAdmissionSettings,
 } from './cli/options.js';
 import type { Command, CommandIo } from './cli/command.js';
+import { auditCommand, exclusionFlags, readExclusion } from './cli/audit.js';
+import { createPeriodicAudit, parseAuditInterval, type PeriodicAudit } from './cli/periodic-audit.js';
 import { explainCommand } from './cli/explain.js';
 import { reviewCommand } from './cli/review.js';
 import { testCommand } from './cli/policy-test.js';
@@ -66,6 +68,12 @@ const serveFlags = {
     help: 'after SIGTERM, how long /readyz fails before the listener closes, so endpoints drop this replica first (default 5)',
   },
   'shutdown-grace': { kind: 'int', placeholder: 'SECONDS', help: 'how long in-flight reviews may take to finish after that (default 15)' },
+  'audit-interval': {
+    kind: 'string',
+    placeholder: 'DURATION',
+    help: 'audit every pod of the cluster this often (30m, 1h, …): metrics and policy reports; off by default, needs a cluster',
+  },
+  ...exclusionFlags,
   help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -84,6 +92,7 @@ const commandIo: CommandIo = {
   readStdin: () => readFileSync(0),
   // Warnings only, and to stderr: an offline command's output is what it writes to stdout.
   log: () => (inputLog ??= pino({ level: 'warn' }, pino.destination(2))),
+  env: process.env,
 };
 
 /** Every command but serve, which composes the server and so stays in this file. A Map, so that no inherited property is a command. */
@@ -92,6 +101,7 @@ const offlineCommands: ReadonlyMap<string, Command> = new Map([
   ['explain', explainCommand],
   ['simulate', simulateCommand],
   ['test', testCommand],
+  ['audit', auditCommand],
 ]);
 
 const commands = `Usage: tolerator <command> [flags]
@@ -102,6 +112,7 @@ Commands:
   explain   for pod or workload manifests and the cluster state, which group applies and every change, with its reason
   simulate  on which nodes pods may schedule, are avoided, or get evicted (--nodes FILE MANIFEST... [-o json])
   test      run a directory of *.test.yaml admission cases, as a CI step; non-zero exit on failure
+  audit     every existing pod that breaks a rule, from the cluster or --cluster-state FILE (table or -o json); exit 1 when any does
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -187,6 +198,38 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   const tenancy = startTenancy(settings.policiesDir, logger, metrics, true);
 
+  const auditInterval = str('audit-interval');
+  let periodicAudit: PeriodicAudit | undefined;
+  if (auditInterval !== undefined) {
+    let intervalMs: number;
+    try {
+      intervalMs = parseAuditInterval(auditInterval);
+    } catch (error) {
+      throw new UsageError((error as Error).message);
+    }
+    if (kubeConfig === undefined) throw new UsageError('--audit-interval needs a cluster: --kubeconfig, or an in-cluster service account');
+    const exclusion = readExclusion(flags);
+    const enabled = new Set(settings.enabled);
+    const { createApiRequest } = await import('./kube/api-requests.js');
+    periodicAudit = createPeriodicAudit({
+      intervalMs,
+      request: createApiRequest(kubeConfig),
+      facts: clusterFacts,
+      settings: () => ({
+        gates: gates.current(),
+        enabled,
+        policies: tenancy.current(),
+        exclusion,
+        all: false,
+        podNodeSelector: settings.podNodeSelector,
+      }),
+      metrics,
+      logger,
+    });
+    periodicAudit.start();
+    logger.info({ intervalMs }, 'periodic audit on');
+  }
+
   const certFile = str('tls-cert-file');
   const keyFile = str('tls-private-key-file');
   if ((certFile === undefined) !== (keyFile === undefined)) {
@@ -243,6 +286,7 @@ async function serve(argv: readonly string[]): Promise<number> {
       logger.info({ signal, delayMs, graceMs }, 'shutting down: readiness off, draining');
       setTimeout(() => {
         void server.close(graceMs).then(async () => {
+          await periodicAudit?.stop();
           tenancy.close();
           gates.stop();
           await clusterFacts.stop();

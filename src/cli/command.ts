@@ -18,6 +18,8 @@ export interface CommandIo {
    * stderr. A function, so that commands that never warn this way never open it.
    */
   readonly log: () => Logger;
+  /** The process environment, for commands that find the cluster the way `serve` does (in-cluster detection); absent in most tests. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
 }
 
 export type Command = (argv: readonly string[], io: CommandIo) => Promise<number>;

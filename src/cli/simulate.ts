@@ -167,7 +167,7 @@ async function judge(
 }
 
 /** kubectl's `-o json`, `-o=json` and `-ojson` become `--output json` for the flag parser. */
-function shortOutputFlag(argv: readonly string[]): string[] {
+export function shortOutputFlag(argv: readonly string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] ?? '';

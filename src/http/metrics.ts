@@ -25,6 +25,18 @@ export interface Metrics {
   readonly clientCaExpiry: Gauge;
   /** Each feature gate's value (0/1), labelled with where it came from; one series per gate. */
   readonly featureGateEnabled: Gauge<'name' | 'source'>;
+  /**
+   * Pods breaking each audit rule, by namespace, as the last completed periodic audit found them
+   * (replaced as a whole when an audit completes). Its series are bounded by the rules (9) times
+   * the namespaces that have violations: namespaces are created by the platform team, not by
+   * tenants, so a tenant cannot multiply them.
+   */
+  readonly auditViolations: Gauge<'rule' | 'namespace'>;
+  readonly auditLastCompleted: Gauge;
+  /** Periodic audits by result: completed, or failed (the previous audit's metrics stay). */
+  readonly auditRuns: Counter<'result'>;
+  /** Policy-report writes by result (success, failure); a failure leaves the audit's metrics as they are. */
+  readonly auditReportWrites: Counter<'result'>;
 }
 
 export interface MetricsOptions {
@@ -134,6 +146,29 @@ export function createMetrics(options: MetricsOptions): Metrics {
           this.set({ name, source: gate.source }, gate.enabled ? 1 : 0);
         }
       },
+    }),
+    auditViolations: new Gauge({
+      name: 'tolerator_audit_violations',
+      help: 'Violations found by the last completed periodic audit (--audit-interval), by rule and namespace.',
+      labelNames: ['rule', 'namespace'] as const,
+      registers: [registry],
+    }),
+    auditLastCompleted: new Gauge({
+      name: 'tolerator_audit_last_completed_timestamp_seconds',
+      help: 'When the last periodic audit completed, as a Unix time (0: none yet).',
+      registers: [registry],
+    }),
+    auditRuns: new Counter({
+      name: 'tolerator_audit_runs_total',
+      help: 'Periodic audits by result: completed, or failed (a list that failed; the previous results stay published).',
+      labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    auditReportWrites: new Counter({
+      name: 'tolerator_audit_report_writes_total',
+      help: 'Policy-report creations, updates and deletions by the periodic audit, by result (success, failure).',
+      labelNames: ['result'] as const,
+      registers: [registry],
     }),
   };
   // Every reload result is exported from the start, at 0: a series that first appears at 1 has no

@@ -27,6 +27,19 @@ export interface DefaultTolerationSecondsConfig {
  */
 export const defaultTolerationSeconds = 300;
 
+/**
+ * Whether some toleration already covers the `<key>:NoExecute` taint, so the plugin adds none for
+ * it. Only key and effect are looked at: any operator, value or tolerationSeconds counts, and an
+ * empty key or an empty effect is a wildcard. Upstream compares exactly, so the deprecated
+ * `node.alpha.kubernetes.io/notReady` key does not count. `tolerator audit` asks the same question
+ * of stored pods.
+ */
+export function coversNodeCondition(tolerations: readonly Toleration[], key: string): boolean {
+  return tolerations.some(
+    (toleration) => (toleration.key === key || !toleration.key) && (toleration.effect === 'NoExecute' || !toleration.effect),
+  );
+}
+
 export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsConfig = {}) {
   const notReadySeconds = config.notReadySeconds ?? defaultTolerationSeconds;
   const unreachableSeconds = config.unreachableSeconds ?? defaultTolerationSeconds;
@@ -44,13 +57,8 @@ export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsC
       const pod = object as Pod;
       const tolerations = tolerationsOf(pod);
 
-      // Only key and effect are looked at: any operator, value or tolerationSeconds counts, and an
-      // empty key or an empty effect is a wildcard. Upstream compares exactly, so the deprecated
-      // `node.alpha.kubernetes.io/notReady` key does not count.
-      const covers = (toleration: Toleration, key: string): boolean =>
-        (toleration.key === key || !toleration.key) && (toleration.effect === 'NoExecute' || !toleration.effect);
-      const toleratesNotReady = tolerations.some((t) => covers(t, TaintKey.NodeNotReady));
-      const toleratesUnreachable = tolerations.some((t) => covers(t, TaintKey.NodeUnreachable));
+      const toleratesNotReady = coversNodeCondition(tolerations, TaintKey.NodeNotReady);
+      const toleratesUnreachable = coversNodeCondition(tolerations, TaintKey.NodeUnreachable);
 
       // Appended, not-ready first; existing entries are never modified (upstream appends directly).
       const added: Toleration[] = [];

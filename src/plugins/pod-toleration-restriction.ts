@@ -84,7 +84,7 @@ export function extractNamespaceTolerations(namespace: Namespace | undefined, an
  * BestEffort pods off the node; a pod with memory requests is admitted there and survives, so
  * it tolerates the taint.
  */
-function memoryPressureToleration(): Toleration {
+export function memoryPressureToleration(): Toleration {
   return { key: TaintKey.NodeMemoryPressure, operator: 'Exists', effect: 'NoSchedule' };
 }
 

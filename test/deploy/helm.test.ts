@@ -190,7 +190,7 @@ describe('helm template with every option', { skip: skipHelm }, () => {
     assert.deepEqual(at(pod, 'spec.imagePullSecrets'), [{ name: 'registry-credentials' }]);
   });
 
-  it('appends feature gates, client CA, log level and extra arguments to the server contract, and sizes the shutdown from the longer timeout', () => {
+  it('appends feature gates, client CA, log level, the audit interval and extra arguments to the server contract, and sizes the shutdown from the longer timeout', () => {
     assert.deepEqual(server.args, [
       'serve',
       '--port',
@@ -208,6 +208,7 @@ describe('helm template with every option', { skip: skipHelm }, () => {
       '--feature-gates=PodLevelResources=false,TaintTolerationComparisonOperators=true',
       '--client-ca-file=/etc/tolerator/client-ca/ca.crt',
       '--log-level=debug',
+      '--audit-interval=1h30m',
       '--default-not-ready-toleration-seconds=120',
     ]);
     // 5 s drain + 10 s (validating.timeoutSeconds) + 5 s margin.
@@ -617,6 +618,28 @@ describe('the chart’s default render agrees with kubectl kustomize deploy/', {
   it('with clientCA on, on the arguments, mounts and volumes deploy/overlays/client-ca gives', () => {
     const overlay = renderKustomize(join(ROOT, 'deploy', 'overlays', 'client-ca'));
     assert.deepEqual(serverContract(template(['--set', 'clientCA.enabled=true'])), serverContract(overlay));
+  });
+
+  it('with audit on, on the arguments and the ClusterRole deploy/overlays/audit gives', () => {
+    const overlay = renderKustomize(join(ROOT, 'deploy', 'overlays', 'audit'));
+    const withAudit = template(['--set', 'audit.enabled=true']);
+    assert.deepEqual(serverContract(withAudit), serverContract(overlay));
+    for (const kind of ['ClusterRole', 'ClusterRoleBinding'] as const) {
+      assert.deepEqual(
+        withoutReleaseLabel(pick(find(withAudit, kind, 'tolerator-audit'), ['rules', 'roleRef', 'subjects'])),
+        pick(find(overlay, kind, 'tolerator-audit'), ['rules', 'roleRef', 'subjects']),
+        kind,
+      );
+    }
+    assert.equal(
+      template([]).some((object) => object.metadata.name === 'tolerator-audit'),
+      false,
+      'off by default',
+    );
+  });
+
+  it('refuses an audit interval that is not a duration', () => {
+    assert.match(templateError(['--set', 'audit.enabled=true', '--set', 'audit.interval=1d']), /audit\.interval|interval/);
   });
 
   it('with monitoring on, on the ServiceMonitor, the alerts and the dashboard of deploy/components/monitoring', () => {

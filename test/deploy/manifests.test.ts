@@ -746,3 +746,47 @@ describe('overlays/client-ca', () => {
     assert.deepEqual(new Map(renderFromFiles(dir).map((d) => [key(d), d])), new Map(overlay.docs.map((d) => [key(d), d])));
   });
 });
+
+describe('overlays/audit', () => {
+  const dir = join(ROOT, 'deploy', 'overlays', 'audit');
+  const overlay = render(dir);
+
+  it('adds --audit-interval to the server args once; the base leaves the audit off', (t) => {
+    t.diagnostic(`overlay rendered from ${overlay.source}`);
+    const audited = one(overlay.docs, Deployment.is, 'tolerator');
+    assert.deepEqual(serverContainer(audited).args, [...args, '--audit-interval=1h']);
+    assert.equal(flagValue(args, '--audit-interval'), undefined);
+  });
+
+  it("grants exactly list on pods and writing the reports, bound to the server's ServiceAccount", () => {
+    const role = one(overlay.docs, ClusterRole.is, 'tolerator-audit');
+    const grants = (role.rules ?? []).flatMap((rule) =>
+      (rule.apiGroups ?? []).flatMap((g) => (rule.resources ?? []).flatMap((r) => rule.verbs.map((v) => `${g}/${r}:${v}`))),
+    );
+    assert.deepEqual(grants.sort(), [
+      '/pods:list',
+      'openreports.io/reports:create',
+      'openreports.io/reports:delete',
+      'openreports.io/reports:list',
+      'openreports.io/reports:update',
+      'wgpolicyk8s.io/policyreports:create',
+      'wgpolicyk8s.io/policyreports:delete',
+      'wgpolicyk8s.io/policyreports:list',
+      'wgpolicyk8s.io/policyreports:update',
+    ]);
+    const binding = one(overlay.docs, ClusterRoleBinding.is, 'tolerator-audit');
+    assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'tolerator-audit' });
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: podSpec(deployment).serviceAccountName, namespace: NAMESPACE }]);
+  });
+
+  it('changes nothing else: the base objects stay as they are', () => {
+    const base = (list: KubeObject[]): KubeObject[] =>
+      list.filter((d) => d.kind !== 'Deployment' && !d.metadata.name.startsWith('tolerator-audit'));
+    assert.deepEqual(base(overlay.docs), base(docs));
+  });
+
+  it('renders the same from the raw files as kubectl does', { skip: overlay.source === 'raw files' && 'kubectl not found' }, () => {
+    const key = (d: KubeObject): string => `${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`;
+    assert.deepEqual(new Map(renderFromFiles(dir).map((d) => [key(d), d])), new Map(overlay.docs.map((d) => [key(d), d])));
+  });
+});

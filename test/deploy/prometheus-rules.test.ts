@@ -14,10 +14,10 @@ import { MONITORING_DIR, ROOT } from '../support/rendered-manifests.js';
 const UNIT_TESTS = join(ROOT, 'test', 'deploy', 'prometheus', 'alerts.test.yaml');
 const skipPromtool = skipWithout('promtool');
 
-// Metrics the rules and the dashboard read that other work adds to tolerator: the audit's findings
-// (`tolerator audit`). Once they exist in src/http/metrics.ts this list may be emptied; a name here
-// that tolerator now exports is fine, a name neither here nor exported fails.
-const METRICS_ADDED_ELSEWHERE = new Set(['tolerator_audit_violations']);
+// Metrics the rules and the dashboard may read before tolerator exports them (work in progress on
+// another branch); none now: the audit's tolerator_audit_violations is in src/http/metrics.ts. A
+// name here that tolerator exports is fine, a name neither here nor exported fails.
+const METRICS_ADDED_ELSEWHERE = new Set<string>();
 
 function promtool(args: readonly string[], cwd: string): { status: number | null; output: string } {
   const run = spawnSync('promtool', args, { cwd, encoding: 'utf8' });

@@ -107,7 +107,44 @@ describe('parseClusterState', () => {
   });
 
   it('reads an empty file as an empty cluster', () => {
-    assert.deepEqual(parseClusterState('', 'empty.yaml'), { namespaces: [], nodes: [], warnings: [] });
+    assert.deepEqual(parseClusterState('', 'empty.yaml'), { namespaces: [], nodes: [], pods: [], warnings: [] });
+  });
+
+  it('skips Pods with a warning unless asked to read them (tolerator audit)', () => {
+    const text = [
+      'apiVersion: v1\nkind: Pod\nmetadata: { name: web-0, namespace: shop }\nspec: { containers: [] }',
+      'apiVersion: v1\nkind: PodList\nitems:\n  - metadata: { name: web-1 }\n    spec: { containers: [] }',
+    ].join('\n---\n');
+    const skipped = parseClusterState(text, 'pods.yaml');
+    assert.deepEqual(skipped.pods, []);
+    assert.deepEqual(skipped.warnings, [
+      'pods.yaml: document 1: v1 Pod ignored (only v1 Namespace, Node and lists of them are read)',
+      'pods.yaml: document 2, items[0]: v1 Pod ignored (only v1 Namespace, Node and lists of them are read)',
+    ]);
+    const read = parseClusterState(text, 'pods.yaml', { readPods: true });
+    assert.deepEqual(
+      read.pods.map((pod) => [pod.apiVersion, pod.kind, pod.metadata?.namespace, pod.metadata?.name]),
+      [
+        ['v1', 'Pod', 'shop', 'web-0'],
+        // A PodList's items take its kind; a pod without a namespace is in default, as kubectl reads it.
+        ['v1', 'Pod', 'default', 'web-1'],
+      ],
+    );
+    assert.deepEqual(read.warnings, []);
+  });
+
+  it('with readPods, the same pod twice keeps the later one with a warning; a pod without a name is an error', () => {
+    const twice =
+      'kind: Pod\napiVersion: v1\nmetadata: { name: a, namespace: n, labels: { v: "1" } }\n---\nkind: Pod\napiVersion: v1\nmetadata: { name: a, namespace: n, labels: { v: "2" } }';
+    const state = parseClusterState(twice, 's.yaml', { readPods: true });
+    assert.deepEqual(
+      state.pods.map((pod) => pod.metadata?.labels?.v),
+      ['2'],
+    );
+    assert.deepEqual(state.warnings, ['s.yaml: document 2: Pod "n/a" appears again; the later one is used']);
+    assert.throws(() => parseClusterState('kind: Pod\napiVersion: v1\nmetadata: {}', 's.yaml', { readPods: true }), {
+      message: 's.yaml: document 1: Pod has no metadata.name',
+    });
   });
 
   const errorRows: { name: string; text: string; source: string; message: string }[] = [

@@ -1,10 +1,15 @@
 /**
- * A fake kube-apiserver for the informer tests: the core/v1 list, watch and get endpoints for
+ * A fake kube-apiserver for the informer and audit tests: the core/v1 list, watch and get endpoints for
  * Namespaces and Nodes, on 127.0.0.1 with an ephemeral port, answering with the wire shapes the
  * real server uses (lists with metadata.resourceVersion, chunked watch streams of one JSON event
  * per line, Status objects for errors); and the non-resource URLs `/metrics` (with the
  * `kubernetes_feature_enabled` family among others, as the real exposition orders them) and
  * `/version`, which tolerator reads its feature gates from.
+ *
+ * For the audit: Pods listed across namespaces in pages (`limit` and `continue`, as the API server
+ * pages from etcd), continue tokens that expire (410 Gone, as after a compaction), a page cut off
+ * mid-body, and a policy-report API (discovery, list by label, create, replace, delete) that is
+ * served only once its CRD is "installed".
  *
  * Like the apiserver's watch cache, it keeps a log of events so that a watch from resourceVersion
  * N replays every event after N; `compact` forgets the log, after which a watch from an older
@@ -74,6 +79,12 @@ export type MetricsAnswer =
 /** What `/version` answers: a version.Info object, or a refusal. */
 export type VersionAnswer = { readonly kind: 'info'; readonly info: unknown } | { readonly kind: 'status'; readonly code: number };
 
+/** What the fake's report API stores, by `namespace/name`. */
+export interface StoredReport {
+  metadata: { name: string; namespace: string; labels?: Record<string, string>; resourceVersion?: string };
+  [key: string]: unknown;
+}
+
 export class FakeApiServer {
   readonly requests: RecordedRequest[] = [];
   /** The non-resource paths requested, in order, with the Authorization header each carried. */
@@ -85,6 +96,18 @@ export class FakeApiServer {
   private versionAnswer: VersionAnswer = { kind: 'info', info: versionInfo('v1.35.2') };
   /** When set, /metrics wants this bearer token and answers 403 without it (RBAC's answer). */
   private metricsToken: string | undefined;
+  /** Every pod list request's query: `limit` and `continue` as sent. */
+  readonly podListRequests: { limit: string | null; continue: string | null }[] = [];
+  /** Every request to the report API: method and path. */
+  readonly reportRequests: { method: string; path: string }[] = [];
+  readonly reports = new Map<string, StoredReport>();
+  private readonly pods = new Map<string, KubeObject>();
+  /** The pods' keys in list order, sorted once after a change (the bench lists 50,000 pods in 100 pages). */
+  private sortedPodKeys: string[] | undefined;
+  private expireContinues = 0;
+  private cutPodPage: number | undefined;
+  private podPagesServed = 0;
+  private reportApi: { group: string; version: string; resource: string } | undefined;
   private readonly server: Server;
   private readonly sockets = new Set<Socket>();
   private resourceVersion = 100;
@@ -289,10 +312,173 @@ export class FakeApiServer {
     else sendJson(res, 200, answer.info);
   }
 
+  private listPods(url: URL, res: ServerResponse): void {
+    const limit = url.searchParams.get('limit');
+    const token = url.searchParams.get('continue');
+    this.podListRequests.push({ limit, continue: token });
+    if (token !== null && this.expireContinues > 0) {
+      this.expireContinues -= 1;
+      sendJson(
+        res,
+        410,
+        status(
+          410,
+          'Expired',
+          'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.',
+        ),
+      );
+      return;
+    }
+    const from: ContinueToken =
+      token === null
+        ? { rv: this.resourceVersion, after: '' }
+        : (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as ContinueToken);
+    this.sortedPodKeys ??= [...this.pods.keys()].sort();
+    const sorted = this.sortedPodKeys;
+    // The first key after the token's: a binary search, so each page costs its own size.
+    let low = 0;
+    let high = sorted.length;
+    while (low < high) {
+      const middle = (low + high) >>> 1;
+      if ((sorted[middle] ?? '') <= from.after) low = middle + 1;
+      else high = middle;
+    }
+    const size = limit === null ? sorted.length : Number(limit);
+    const page = sorted.slice(low, low + size);
+    const last = page[page.length - 1];
+    const more = low + size < sorted.length && last !== undefined;
+    const body = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'PodList',
+      metadata: {
+        resourceVersion: String(from.rv),
+        ...(more ? { continue: Buffer.from(JSON.stringify({ rv: from.rv, after: last } satisfies ContinueToken)).toString('base64') } : {}),
+      },
+      items: page.map((key) => this.pods.get(key)),
+    });
+    const index = this.podPagesServed;
+    this.podPagesServed += 1;
+    if (index === this.cutPodPage) {
+      // Headers promise the whole body; half of it is sent, then the connection is cut.
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.write(body.slice(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
+      return;
+    }
+    sendJson(res, 200, JSON.parse(body));
+  }
+
+  private async handleReports(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    this.reportRequests.push({ method, path: `${url.pathname}${url.search}` });
+    const api = this.reportApi;
+    const base = api === undefined ? undefined : `/apis/${api.group}/${api.version}`;
+    if (api === undefined || base === undefined || !url.pathname.startsWith(base)) {
+      sendJson(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
+      return;
+    }
+    if (url.pathname === base) {
+      sendJson(res, 200, {
+        kind: 'APIResourceList',
+        groupVersion: `${api.group}/${api.version}`,
+        resources: [{ name: api.resource, namespaced: true }],
+      });
+      return;
+    }
+    if (url.pathname === `${base}/${api.resource}` && method === 'GET') {
+      const selector = url.searchParams.get('labelSelector') ?? '';
+      const wanted = selector === '' ? [] : selector.split(',').map((pair) => pair.split('=') as [string, string]);
+      const items = [...this.reports.values()].filter((report) => wanted.every(([key, value]) => report.metadata.labels?.[key] === value));
+      sendJson(res, 200, { apiVersion: `${api.group}/${api.version}`, kind: 'List', metadata: {}, items });
+      return;
+    }
+    const match = new RegExp(`^${base}/namespaces/([^/]+)/${api.resource}(?:/([^/]+))?$`).exec(url.pathname);
+    if (match === null) {
+      sendJson(res, 404, status(404, 'NotFound', 'no such path'));
+      return;
+    }
+    const namespace = decodeURIComponent(match[1] ?? '');
+    const name = match[2] === undefined ? undefined : decodeURIComponent(match[2]);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = chunks.length === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as StoredReport);
+    if (method === 'POST' && name === undefined && body !== undefined) {
+      const key = `${namespace}/${body.metadata.name}`;
+      if (this.reports.has(key)) {
+        sendJson(res, 409, status(409, 'AlreadyExists', `${key} already exists`));
+        return;
+      }
+      this.resourceVersion += 1;
+      const stored = { ...body, metadata: { ...body.metadata, namespace, resourceVersion: String(this.resourceVersion) } };
+      this.reports.set(key, stored);
+      sendJson(res, 201, stored);
+      return;
+    }
+    const key = `${namespace}/${name ?? ''}`;
+    const existing = this.reports.get(key);
+    if (method === 'PUT' && body !== undefined) {
+      if (existing === undefined) {
+        sendJson(res, 404, status(404, 'NotFound', `${key} not found`));
+        return;
+      }
+      if (body.metadata.resourceVersion !== existing.metadata.resourceVersion) {
+        sendJson(res, 409, status(409, 'Conflict', 'the object has been modified'));
+        return;
+      }
+      this.resourceVersion += 1;
+      const stored = { ...body, metadata: { ...body.metadata, namespace, resourceVersion: String(this.resourceVersion) } };
+      this.reports.set(key, stored);
+      sendJson(res, 200, stored);
+      return;
+    }
+    if (method === 'DELETE') {
+      if (existing === undefined) {
+        sendJson(res, 404, status(404, 'NotFound', `${key} not found`));
+        return;
+      }
+      this.reports.delete(key);
+      sendJson(res, 200, status(200, '', 'deleted'));
+      return;
+    }
+    sendJson(res, 405, status(405, 'MethodNotAllowed', method));
+  }
+
   private publish(resource: Resource, event: WatchEvent): void {
     const state = this.state[resource];
     state.log.push(event);
     for (const res of state.openWatches) res.write(watchLine(event));
+  }
+
+  /** Stores a pod (its metadata.namespace and name identify it). */
+  putPod(pod: KubeObject): void {
+    this.resourceVersion += 1;
+    const namespace = typeof pod.metadata.namespace === 'string' ? pod.metadata.namespace : 'default';
+    this.sortedPodKeys = undefined;
+    this.pods.set(`${namespace}/${pod.metadata.name}`, {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      ...pod,
+      metadata: { ...pod.metadata, namespace, resourceVersion: String(this.resourceVersion) },
+    });
+  }
+
+  /** The next `count` pod list requests that carry a continue token are answered 410 Gone. */
+  expireContinueTokens(count: number): void {
+    this.expireContinues = count;
+  }
+
+  /** Pod pages served so far (a 410 answer is not a page). */
+  get podPagesServedCount(): number {
+    return this.podPagesServed;
+  }
+
+  /** The pod page with this 0-based index (counted over the server's life, see podPagesServedCount) is cut off mid-body. */
+  cutPodListAtPage(index: number | undefined): void {
+    this.cutPodPage = index;
+  }
+
+  /** Serves the report API of `group/version` (discovery lists `resource`), as an installed CRD would. */
+  installReportCrd(group: string, version: string, resource: string): void {
+    this.reportApi = { group, version, resource };
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -301,6 +487,14 @@ export class FakeApiServer {
       this.nonResourceRequests.push({ path: url.pathname, authorization: req.headers.authorization });
       if (url.pathname === '/metrics') this.serveMetrics(req, res);
       else this.serveVersion(res);
+      return;
+    }
+    if (url.pathname === '/api/v1/pods' && req.method === 'GET') {
+      this.listPods(url, res);
+      return;
+    }
+    if (url.pathname.startsWith('/apis/')) {
+      await this.handleReports(req, url, res);
       return;
     }
     const match = /^\/api\/v1\/(namespaces|nodes)(?:\/([^/]+))?$/.exec(url.pathname);
@@ -370,6 +564,13 @@ export class FakeApiServer {
     state.openWatches.add(res);
     res.on('close', () => state.openWatches.delete(res));
   }
+}
+
+interface ContinueToken {
+  /** The resourceVersion of the list's first page: a token older than a compaction expires. */
+  rv: number;
+  /** The last key served. */
+  after: string;
 }
 
 function watchLine(event: WatchEvent): string {

@@ -1,0 +1,526 @@
+/**
+ * The audit's rules: which of tolerator's admission rules a pod that already exists breaks
+ * (`tolerator audit`, and the periodic audit of `tolerator serve --audit-interval`).
+ *
+ * Admission judges a pod once, when it is written. A pod created before tolerator was installed,
+ * while its mutating webhook was down (failurePolicy Ignore), in a namespace that has since changed
+ * group, or under a policy that has since changed, keeps running as it is. Each rule here asks of
+ * a stored pod the question one admission plugin asks of a new one, with that plugin's own
+ * decision code (the same functions, not copies), so that a pod the webhook produced today (the
+ * mutating plugins, then the validating ones, on CREATE) breaks none of them:
+ *
+ * | rule | plugin | the question |
+ * |---|---|---|
+ * | `foreign-node` | DedicatedNodes | does the pod run on another group's node? (group-reach.ts nodeNameProblem) |
+ * | `outside-group` | DedicatedNodes | does a tenant of group G run on a node without G's label? |
+ * | `missing-pair` | DedicatedNodes | does a tenant lack G's toleration or G's node requirement in every required term? |
+ * | `foreign-toleration` | DedicatedNodes | does the pod tolerate another group's dedicated taint? (foreignGroupsTolerated) |
+ * | `unknown-node` | DedicatedNodes | is the pod bound to a node that does not exist? |
+ * | `missing-default-tolerations` | DefaultTolerationSeconds / DaemonSetTolerations | the not-ready/unreachable NoExecute tolerations, or a daemon pod's set |
+ * | `missing-memory-pressure` | PodTolerationRestriction | a pod that is not BestEffort without a toleration covering memory-pressure:NoSchedule |
+ * | `node-selector-conflict` | PodNodeSelector | a nodeSelector that conflicts with the namespace's node selector, leaves its whitelist (namespace-node-selector.ts judgeNamespaceNodeSelector) or lacks its labels |
+ * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
+ *
+ * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
+ * naming no node (and only while policies are loaded, and outside infrastructure namespaces);
+ * where the webhook admits such a pod, the audit does not report it either. A rule is judged only while its plugin is enabled
+ * (`--enable-plugins`/`--disable-plugins`, as for `serve`).
+ *
+ * What a stored pod no longer carries: the request that created it. So
+ * - a mirror pod is recognised by what only its kubelet can write: the `kubernetes.io/config.mirror`
+ *   annotation together with the controller ownerReference to its own Node (`v1`, kind `Node`, the
+ *   name of `spec.nodeName` and, when the Node is known, its UID), which every kubelet since 1.19
+ *   sets and the NodeRestriction admission plugin requires of mirror pods (KEP-1314,
+ *   MirrorPodNodeRestriction). A tenant may write the annotation, but not the UID of a Node it
+ *   cannot read; the annotation alone does not make a mirror pod, as in admission;
+ * - the policies' CEL sees `request` as for a CREATE by an anonymous user with no groups (as every
+ *   offline command does). An `exempt` rule that trusts the requester's groups therefore never
+ *   exempts a stored pod; such a finding says so in its message.
+ *
+ * Pure: the pod, its Namespace and Node (read by the caller), the policies, the gates and the
+ * enabled plugins in; findings out. Cost: linear in the pod times the number of policies (every
+ * toleration is looked at once per policy), with messages clipped to a fixed number of items.
+ */
+import type { FeatureGates } from '../api/feature-gates.js';
+import type { JsonObject, Namespace, Node, Pod, Toleration } from '../api/types.js';
+import { MirrorPodAnnotation, TaintKey } from '../api/types.js';
+import { daemonSetPodTolerations, isDaemonSetPod } from '../plugins/daemonset-tolerations.js';
+import { coversNodeCondition } from '../plugins/default-toleration-seconds.js';
+import { groupToleration } from '../plugins/dedicated-nodes.js';
+import type { PluginName } from '../plugins/plugin.js';
+import { memoryPressureToleration } from '../plugins/pod-toleration-restriction.js';
+import { foreignGroupsTolerated, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
+import { groupContradictions, missingGroupRequirement } from '../tenancy/node-affinity.js';
+import {
+  createPolicyEvaluator,
+  resolveNamespaceGroups,
+  type Membership,
+  type PolicyEvaluator,
+  type PolicySet,
+} from '../tenancy/policy-set.js';
+import type { TenancyPolicy } from '../tenancy/policy.js';
+import { isSuperset } from '../tolerations/merge.js';
+import { isBestEffortPod } from '../tolerations/qos.js';
+import { validateTolerations } from '../tolerations/validate-tolerations.js';
+import {
+  effectiveNamespaceNodeSelector,
+  emptyPodNodeSelectorConfig,
+  judgeNamespaceNodeSelector,
+  type PodNodeSelectorConfig,
+} from '../scheduling/namespace-node-selector.js';
+import { errorMessage } from '../validation/field-errors.js';
+
+/** One pod breaking one rule (under one policy, for the tenancy rules). */
+export interface AuditViolation {
+  readonly namespace: string;
+  readonly name: string;
+  /** `spec.nodeName`, '' for a pod not bound to a node. */
+  readonly node: string;
+  readonly rule: AuditRuleName;
+  readonly message: string;
+  /** The TenancyPolicy whose rule it is, for the tenancy rules. */
+  readonly policy?: string;
+}
+
+/** The namespaces the webhooks never see (their `namespaceSelector`), whose pods are audited only with `--all`. */
+export interface NamespaceExclusion {
+  /** By name (`kubernetes.io/metadata.name NotIn [...]`). */
+  readonly names: ReadonlySet<string>;
+  /** By label (`<key> NotIn [<value>]`): a namespace carrying the label with this value is excluded. */
+  readonly label: { readonly key: string; readonly value: string } | undefined;
+}
+
+export interface AuditSettings {
+  readonly gates: FeatureGates;
+  /** The enabled admission plugins: a rule is judged only while its plugin is enabled. */
+  readonly enabled: ReadonlySet<PluginName>;
+  readonly policies: PolicySet;
+  readonly exclusion: NamespaceExclusion;
+  /** `--all`: also audit mirror pods and pods in excluded namespaces. */
+  readonly all: boolean;
+  /** PodNodeSelector's cluster default and whitelists (`--admission-config`); absent: none. */
+  readonly podNodeSelector?: PodNodeSelectorConfig;
+}
+
+/** What the caller has read about the pod's surroundings. */
+export interface PodSurroundings {
+  /** The pod's Namespace, undefined when the cluster state does not hold it (then it has no group). */
+  readonly namespace: Namespace | undefined;
+  /** The Node of `spec.nodeName`, undefined when there is none by that name (or the pod is not bound). */
+  readonly node: Node | undefined;
+  /** Whether the cluster state holds the cluster's nodes: without it an unknown node proves nothing. */
+  readonly nodesKnown: boolean;
+}
+
+/** Why a pod was not audited. */
+export type SkipReason = 'terminated' | 'mirror' | 'excluded-namespace';
+
+export type PodAudit =
+  | { readonly skipped: SkipReason; readonly violations?: undefined }
+  | { readonly violations: readonly AuditViolation[]; readonly skipped?: undefined };
+
+/** What every rule is given: the pod and its surroundings, with the tenancy facts worked out once. */
+interface Subject {
+  readonly pod: Pod;
+  readonly namespace: string;
+  readonly name: string;
+  readonly nodeName: string;
+  readonly tolerations: readonly Toleration[];
+  readonly surroundings: PodSurroundings;
+  readonly settings: AuditSettings;
+  /** Each policy's group for the pod's namespace ('' for all of them when the policies conflict). */
+  readonly tenancy: () => TenancyFacts;
+}
+
+interface TenancyFacts {
+  readonly evaluator: PolicyEvaluator;
+  readonly memberships: readonly Membership[];
+  /** Set when two policies give the namespace different groups: it is judged as belonging to none. */
+  readonly conflict: boolean;
+}
+
+/** What a rule finds: a message, and the policy for the tenancy rules. */
+interface Finding {
+  readonly message: string;
+  readonly policy?: TenancyPolicy;
+}
+
+interface AuditRule {
+  readonly name: string;
+  /** The plugin whose decision the rule repeats; the rule is judged only while it is enabled. */
+  readonly plugins: readonly PluginName[];
+  readonly check: (subject: Subject) => readonly Finding[];
+}
+
+/**
+ * How many items (tolerations, terms, field errors) one message spells out; the rest are counted.
+ * A tenant chooses how many tolerations a pod has; 10 keep a row readable in a terminal and the
+ * JSON, the metrics and the policy reports small whatever the pod (the plugin's violationsSpelledOut
+ * reasons the same way).
+ */
+export const itemsSpelledOut = 10;
+
+function spell(items: readonly string[]): string {
+  const listed = items.slice(0, itemsSpelledOut).join('; ');
+  return items.length > itemsSpelledOut ? `${listed}; and ${items.length - itemsSpelledOut} more` : listed;
+}
+
+/** What to do about a pod whose spec admission would have changed: its tolerations and affinity are fixed at creation. */
+const recreate = 'recreate the pod so that admission';
+
+// ---------------------------------------------------------------------------------------------
+// The rules, in the order they are reported for one pod. Adding a rule is one entry here.
+
+const rules = [
+  {
+    name: 'unknown-node',
+    plugins: ['DedicatedNodes'],
+    check: (subject) => {
+      const { nodeName, surroundings } = subject;
+      if (nodeName === '' || surroundings.node !== undefined || !surroundings.nodesKnown) return [];
+      // A missing node reaches every group (group-reach.ts missingNodeProblem): as in admission,
+      // only a namespace that every policy calls infrastructure may name one. One finding, under
+      // the first policy that does not, since the fact is the same for all of them.
+      const { evaluator, memberships } = subject.tenancy();
+      const policy = memberships.find((membership) => !evaluator.infrastructure(membership.policy))?.policy;
+      if (policy === undefined) return [];
+      return [
+        {
+          policy,
+          message: `spec.nodeName "${nodeName}" names no existing node (policy "${policy.name}"): a node registering under that name would run the pod whatever its ${policy.taint.key}=<group>:${policy.taint.effect} taint says; recreate the pod so that admission and the scheduler place it`,
+        },
+      ];
+    },
+  },
+  {
+    name: 'foreign-node',
+    plugins: ['DedicatedNodes'],
+    check: (subject) => nodeFindings(subject, true),
+  },
+  {
+    name: 'outside-group',
+    plugins: ['DedicatedNodes'],
+    check: (subject) => nodeFindings(subject, false),
+  },
+  {
+    name: 'missing-pair',
+    plugins: ['DedicatedNodes'],
+    check: (subject) => {
+      const { evaluator, memberships } = subject.tenancy();
+      const findings: Finding[] = [];
+      for (const { policy, group } of memberships) {
+        if (group === '' || evaluator.exempt(policy)) continue;
+        const spec = subject.pod.spec ?? {};
+        const lacks: string[] = [];
+        const taint = { key: policy.taint.key, value: group, effect: policy.taint.effect };
+        if (!subject.tolerations.some((toleration) => toleratesOwnGroup(toleration, taint))) {
+          const wanted = groupToleration(policy, group);
+          lacks.push(`spec.tolerations lacks {key: ${wanted.key}, operator: Equal, value: ${group}, effect: ${wanted.effect}}`);
+        }
+        for (const { field, detail } of groupContradictions(spec, policy.nodeLabel, group, 'spec')) lacks.push(`${field} ${detail}`);
+        const missing = missingGroupRequirement(spec, policy.nodeLabel, group, 'spec');
+        if (missing.length > 0) lacks.push(`${policy.nodeLabel} In [${group}] is missing in ${spell(missing)}`);
+        if (lacks.length === 0) continue;
+        findings.push({
+          policy,
+          message: `a pod of group "${group}" (policy "${policy.name}") must tolerate ${policy.taint.key}=${group}:${policy.taint.effect} and require ${policy.nodeLabel} In [${group}] in every required node affinity term: ${spell(lacks)}; ${recreate} adds them${exemptByRequester(policy)}`,
+        });
+      }
+      return findings;
+    },
+  },
+  {
+    name: 'foreign-toleration',
+    plugins: ['DedicatedNodes'],
+    check: (subject) => {
+      const { evaluator, memberships, conflict } = subject.tenancy();
+      const findings: Finding[] = [];
+      for (const { policy, group } of memberships) {
+        const foreign: string[] = [];
+        subject.tolerations.forEach((toleration, index) => {
+          const tolerated = foreignGroupsTolerated(toleration, policy, group, subject.settings.gates.TaintTolerationComparisonOperators);
+          if (tolerated !== undefined) foreign.push(`spec.tolerations[${index}] tolerates ${tolerated}`);
+        });
+        if (foreign.length === 0 || evaluator.infrastructure(policy)) continue;
+        findings.push({
+          policy,
+          message: `${spell(foreign)} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}"); ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: remove the toleration from the pod's workload`,
+        });
+      }
+      return findings;
+    },
+  },
+  {
+    name: 'node-selector-conflict',
+    plugins: ['PodNodeSelector'],
+    check: (subject) => {
+      const config = subject.settings.podNodeSelector ?? emptyPodNodeSelectorConfig;
+      const nodeSelector = subject.pod.spec?.nodeSelector ?? {};
+      const judgement = judgeNamespaceNodeSelector(nodeSelector, subject.namespace, subject.surroundings.namespace, config);
+      switch (judgement.verdict) {
+        case 'allowed': {
+          // The validating side also refuses a pod without the namespace's labels (its mutating
+          // merge was skipped): such a pod may run on any node.
+          const effective = effectiveNamespaceNodeSelector(subject.surroundings.namespace, config);
+          const missing = [...(effective.selector ?? [])].filter(([key]) => !Object.hasOwn(nodeSelector, key));
+          if (missing.length === 0) return [];
+          return [
+            {
+              message: `spec.nodeSelector lacks the namespace's node selector ${spell(missing.map(([key, value]) => `${key}=${value}`))}, so the pod may run outside the namespace's nodes; ${recreate} (PodNodeSelector) adds it`,
+            },
+          ];
+        }
+        case 'conflict': {
+          const { key, namespaceValue, podValue } = judgement.conflict;
+          return [
+            {
+              message: `spec.nodeSelector ${key}=${podValue} conflicts with the namespace's node selector ${key}=${namespaceValue} (${judgement.message}); fix the nodeSelector in its workload`,
+            },
+          ];
+        }
+        case 'not-whitelisted':
+          return [
+            {
+              message: `spec.nodeSelector ${judgement.key} is not in the namespace's whitelist with that value (${judgement.message}); fix the nodeSelector in its workload`,
+            },
+          ];
+        case 'unreadable':
+          return [{ message: `${judgement.message}: admission refuses every pod of the namespace until its annotation is fixed` }];
+      }
+    },
+  },
+  {
+    name: 'missing-default-tolerations',
+    plugins: ['DefaultTolerationSeconds', 'DaemonSetTolerations'],
+    check: (subject) => {
+      const { pod, tolerations, settings } = subject;
+      if (settings.enabled.has('DaemonSetTolerations') && isDaemonSetPod(pod)) {
+        // The DaemonSet controller's set, each covered by some toleration of the pod (isSuperset):
+        // PodTolerationRestriction's merge drops a set entry that a broader toleration of the pod
+        // covers (an empty-key Exists, say), so coverage, not the exact entry, is what admission
+        // leaves. A not-ready toleration bounded by tolerationSeconds does not cover the set's
+        // unbounded one: that pod would be evicted from a failed node, which a daemon never is.
+        const missing = daemonSetPodTolerations(pod.spec?.hostNetwork === true).filter(
+          (daemon) => !tolerations.some((existing) => isSuperset(existing, daemon)),
+        );
+        if (missing.length === 0) return [];
+        return [
+          {
+            message: `a DaemonSet's pod lacks the DaemonSet controller's tolerations ${spell(missing.map(describeToleration))}; ${recreate} (DaemonSetTolerations) adds them`,
+          },
+        ];
+      }
+      if (!settings.enabled.has('DefaultTolerationSeconds')) return [];
+      const missing = [TaintKey.NodeNotReady, TaintKey.NodeUnreachable].filter((key) => !coversNodeCondition(tolerations, key));
+      if (missing.length === 0) return [];
+      return [
+        {
+          message: `lacks a toleration of ${missing.map((key) => `${key}:NoExecute`).join(' and ')} (evicted at once, not after tolerationSeconds, when its node fails); ${recreate} (DefaultTolerationSeconds) adds it`,
+        },
+      ];
+    },
+  },
+  {
+    name: 'missing-memory-pressure',
+    plugins: ['PodTolerationRestriction'],
+    check: (subject) => {
+      const { pod, tolerations, settings } = subject;
+      const wanted = memoryPressureToleration();
+      if (isBestEffortPod(pod, settings.gates) || tolerations.some((toleration) => isSuperset(toleration, wanted))) return [];
+      return [
+        {
+          message: `not BestEffort, yet lacks a toleration of ${wanted.key}:${wanted.effect} (kept off nodes under memory pressure it would survive); ${recreate} (PodTolerationRestriction) adds it`,
+        },
+      ];
+    },
+  },
+  {
+    name: 'invalid-toleration',
+    plugins: ['TolerationValidation'],
+    check: (subject) => {
+      const errors = validateTolerations(subject.tolerations, 'spec.tolerations', {
+        allowComparisonOperators: subject.settings.gates.TaintTolerationComparisonOperators,
+      });
+      if (errors.length === 0) return [];
+      return [
+        {
+          message: `the API server refuses this pod if it is created again: ${spell([...new Set(errors.map(errorMessage))])}; fix the toleration in its workload`,
+        },
+      ];
+    },
+  },
+] as const satisfies readonly AuditRule[];
+
+export type AuditRuleName = (typeof rules)[number]['name'];
+
+/** Every rule name, in report order. */
+export const auditRuleNames: readonly AuditRuleName[] = rules.map((rule) => rule.name);
+
+/** Whether a name is one of the rules (for flags and report parsing). */
+export function isAuditRuleName(name: string): name is AuditRuleName {
+  return (auditRuleNames as readonly string[]).includes(name);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * `foreign-node` (`foreign`: the node belongs to another group, outside an infrastructure
+ * namespace) or `outside-group` (a tenant on a node without its group's label).
+ */
+function nodeFindings(subject: Subject, foreign: boolean): Finding[] {
+  const node = subject.surroundings.node;
+  if (node === undefined) return [];
+  const { evaluator, memberships, conflict } = subject.tenancy();
+  const findings: Finding[] = [];
+  for (const { policy, group } of memberships) {
+    const isTenant = group !== '' && !evaluator.exempt(policy);
+    const problem = nodeNameProblem(node, policy, group, isTenant, 'spec');
+    if (problem === undefined || problem.foreign !== foreign) continue;
+    if (foreign) {
+      if (evaluator.infrastructure(policy)) continue;
+      findings.push({
+        policy,
+        message: `${problem.message}; ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: recreate the pod so that admission and the scheduler place it`,
+      });
+    } else {
+      findings.push({
+        policy,
+        message: `${problem.message}; ${recreate} gives it the group's node requirement${exemptByRequester(policy)}`,
+      });
+    }
+  }
+  return findings;
+}
+
+function whoseNamespace(subject: Subject, group: string, conflict: boolean): string {
+  if (conflict) return `namespace "${subject.namespace}" is claimed by more than one group, so it is judged as belonging to none`;
+  return group === ''
+    ? `namespace "${subject.namespace}" belongs to no group`
+    : `namespace "${subject.namespace}" belongs to group "${group}"`;
+}
+
+/** A note for the tenant rules when the policy's exemption reads the request, which a stored pod no longer has. */
+function exemptByRequester(policy: TenancyPolicy): string {
+  return policy.exempt?.variables.has('request') === true
+    ? ` (policy "${policy.name}" exempts pods by their request, which a stored pod no longer carries: if an exempt requester created this pod, it is exempt)`
+    : '';
+}
+
+function describeToleration(toleration: Toleration): string {
+  return `${toleration.key ?? ''}:${toleration.effect ?? ''}`;
+}
+
+/** The `request` a stored pod is judged under: a CREATE of the pod by an anonymous user with no groups. */
+function auditRequest(namespace: string, name: string): JsonObject {
+  return {
+    kind: { group: '', version: 'v1', kind: 'Pod' },
+    resource: { group: '', version: 'v1', resource: 'pods' },
+    subResource: '',
+    name,
+    namespace,
+    operation: 'CREATE',
+    userInfo: { username: '', uid: '', groups: [], extra: {} },
+    dryRun: false,
+  };
+}
+
+/**
+ * A mirror pod, as far as a stored pod shows it: the annotation and the kubelet's controller
+ * ownerReference to its own Node (see the file comment).
+ */
+export function isStoredMirrorPod(pod: Pod, node: Node | undefined): boolean {
+  const annotations = pod.metadata?.annotations;
+  if (annotations === undefined || !Object.hasOwn(annotations, MirrorPodAnnotation)) return false;
+  const nodeName = pod.spec?.nodeName ?? '';
+  if (nodeName === '') return false;
+  const nodeUid = node?.metadata.uid;
+  return (pod.metadata?.ownerReferences ?? []).some(
+    (owner) =>
+      owner.apiVersion === 'v1' &&
+      owner.kind === 'Node' &&
+      owner.controller === true &&
+      owner.name === nodeName &&
+      (nodeUid === undefined || owner.uid === nodeUid),
+  );
+}
+
+/** Whether the webhooks' namespaceSelector leaves this namespace out. */
+export function isExcludedNamespace(name: string, namespace: Namespace | undefined, exclusion: NamespaceExclusion): boolean {
+  if (exclusion.names.has(name)) return true;
+  const label = exclusion.label;
+  return label !== undefined && namespace?.metadata.labels?.[label.key] === label.value;
+}
+
+/**
+ * Audits one stored pod. Throws PolicyEvaluationError when a policy cannot be evaluated for it
+ * (the caller counts the pod as undecided, as the webhook answers 500).
+ */
+export function auditPod(pod: Pod, surroundings: PodSurroundings, settings: AuditSettings): PodAudit {
+  const phase = (pod.status as { phase?: unknown } | undefined)?.phase;
+  if (phase === 'Succeeded' || phase === 'Failed') return { skipped: 'terminated' };
+  const namespace = pod.metadata?.namespace ?? '';
+  const name = pod.metadata?.name ?? '';
+  if (!settings.all) {
+    if (isStoredMirrorPod(pod, surroundings.node)) return { skipped: 'mirror' };
+    if (isExcludedNamespace(namespace, surroundings.namespace, settings.exclusion)) return { skipped: 'excluded-namespace' };
+  }
+  const nodeName = pod.spec?.nodeName ?? '';
+  let tenancy: TenancyFacts | undefined;
+  const subject: Subject = {
+    pod,
+    namespace,
+    name,
+    nodeName,
+    tolerations: pod.spec?.tolerations ?? [],
+    surroundings,
+    settings,
+    tenancy: () => (tenancy ??= tenancyFacts(pod, namespace, name, surroundings.namespace, settings.policies)),
+  };
+  const violations: AuditViolation[] = [];
+  const tenancyOn = settings.policies.policies.length > 0;
+  for (const rule of rules as readonly AuditRule[]) {
+    if (!rule.plugins.some((plugin) => settings.enabled.has(plugin))) continue;
+    // The tenancy rules are DedicatedNodes', which does nothing without policies.
+    if (rule.plugins.includes('DedicatedNodes') && !tenancyOn) continue;
+    for (const finding of rule.check(subject)) {
+      violations.push({
+        namespace,
+        name,
+        node: nodeName,
+        rule: rule.name as AuditRuleName,
+        message: finding.message,
+        ...(finding.policy === undefined ? {} : { policy: finding.policy.name }),
+      });
+    }
+  }
+  return { violations };
+}
+
+function tenancyFacts(pod: Pod, namespace: string, name: string, namespaceObject: Namespace | undefined, set: PolicySet): TenancyFacts {
+  const evaluator = createPolicyEvaluator(
+    { object: pod, oldObject: undefined, namespace: namespaceObject, request: auditRequest(namespace, name) },
+    set.groupsByNamespace,
+  );
+  const groups = resolveNamespaceGroups(set, evaluator);
+  if (groups.conflict !== undefined) {
+    // As the webhook judges an update in such a namespace: as a namespace of no group.
+    return { evaluator, memberships: set.policies.map((policy) => ({ policy, group: '' })), conflict: true };
+  }
+  return { evaluator, memberships: groups.memberships, conflict: false };
+}
+
+/** Report order: namespace, pod name, then the rules' order, then policy and message. */
+export function compareViolations(a: AuditViolation, b: AuditViolation): number {
+  return (
+    compareStrings(a.namespace, b.namespace) ||
+    compareStrings(a.name, b.name) ||
+    auditRuleNames.indexOf(a.rule) - auditRuleNames.indexOf(b.rule) ||
+    compareStrings(a.policy ?? '', b.policy ?? '') ||
+    compareStrings(a.message, b.message)
+  );
+}
+
+/** By UTF-16 code units, as Go's string comparison orders ASCII names: the same order on every machine, whatever its locale. */
+function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

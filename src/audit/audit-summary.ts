@@ -1,0 +1,134 @@
+/**
+ * What one audit found, gathered pod by pod, and the shapes it is shown in: the table and the
+ * JSON of `tolerator audit`, the counts behind `tolerator_audit_violations`, and the
+ * policy-report objects of the periodic audit. Pure: the caller feeds the pods' results and the
+ * time, and writes the output.
+ *
+ * Memory: the findings are kept (the report needs them all, sorted), never the pods; a finding is
+ * one message of bounded length (audit-rules.ts clips its items), so an audit of any number of
+ * pods holds what it reports and a constant per pod.
+ */
+import {
+  auditRuleNames,
+  compareViolations,
+  type AuditRuleName,
+  type AuditViolation,
+  type PodAudit,
+  type SkipReason,
+} from './audit-rules.js';
+
+export interface AuditSummary {
+  /** Pods judged by the rules. */
+  readonly audited: number;
+  readonly skipped: Readonly<Record<SkipReason, number>>;
+  /** Pods a policy could not be evaluated for (the webhook would answer 500); each is in `undecided`. */
+  readonly undecided: number;
+  /** Violations by rule, every rule present (0 when none). */
+  readonly byRule: Readonly<Record<AuditRuleName, number>>;
+}
+
+export interface UndecidedPod {
+  readonly namespace: string;
+  readonly name: string;
+  readonly message: string;
+}
+
+export interface AuditResult {
+  /** Sorted: namespace, name, rule order, policy, message. */
+  readonly violations: readonly AuditViolation[];
+  readonly undecided: readonly UndecidedPod[];
+  readonly summary: AuditSummary;
+}
+
+/** Collects the pods' results as they come, page by page. */
+export class AuditCollector {
+  private violations: AuditViolation[] = [];
+  private undecidedPods: UndecidedPod[] = [];
+  private audited = 0;
+  private skipped: Record<SkipReason, number> = { terminated: 0, mirror: 0, 'excluded-namespace': 0 };
+
+  add(result: PodAudit): void {
+    if (result.violations === undefined) {
+      this.skipped[result.skipped] += 1;
+      return;
+    }
+    this.audited += 1;
+    for (const violation of result.violations) this.violations.push(violation);
+  }
+
+  addUndecided(pod: UndecidedPod): void {
+    this.audited += 1;
+    this.undecidedPods.push(pod);
+  }
+
+  /** Forgets everything: a list that restarts from the beginning (410 Gone) sees every pod again. */
+  reset(): void {
+    this.violations = [];
+    this.undecidedPods = [];
+    this.audited = 0;
+    this.skipped = { terminated: 0, mirror: 0, 'excluded-namespace': 0 };
+  }
+
+  result(): AuditResult {
+    const violations = [...this.violations].sort(compareViolations);
+    const byRule = Object.fromEntries(auditRuleNames.map((rule) => [rule, 0])) as Record<AuditRuleName, number>;
+    for (const violation of violations) byRule[violation.rule] += 1;
+    const undecided = [...this.undecidedPods].sort((a, b) =>
+      a.namespace === b.namespace ? order(a.name, b.name) : order(a.namespace, b.namespace),
+    );
+    return {
+      violations,
+      undecided,
+      summary: { audited: this.audited, skipped: { ...this.skipped }, undecided: undecided.length, byRule },
+    };
+  }
+}
+
+function order(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+/** `-o json`: the violations, the undecided pods and the counts. */
+export function auditJson(result: AuditResult): string {
+  return `${JSON.stringify({ violations: result.violations, undecided: result.undecided, summary: result.summary }, null, 2)}\n`;
+}
+
+/**
+ * The default output: one row per violation, NAMESPACE NAME NODE RULE MESSAGE, columns padded as
+ * `kubectl get` pads them; `<none>` for a pod bound to no node (a tenancy rule's message names its
+ * policy). Nothing found: one line saying how many pods were audited.
+ */
+export function auditTable(result: AuditResult): string {
+  const { summary } = result;
+  if (result.violations.length === 0) {
+    return `No violations in ${summary.audited} pods audited.\n`;
+  }
+  const header = ['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'];
+  const rows = result.violations.map((violation) => [
+    violation.namespace,
+    violation.name,
+    violation.node === '' ? '<none>' : violation.node,
+    violation.rule,
+    violation.message,
+  ]);
+  const widths = header.map((title, column) => rows.reduce((width, row) => Math.max(width, (row[column] ?? '').length), title.length));
+  const line = (cells: readonly string[]): string =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
+      .join('   ')
+      .trimEnd();
+  const pods = new Set(result.violations.map((violation) => `${violation.namespace}/${violation.name}`)).size;
+  return `${[header, ...rows].map(line).join('\n')}\n\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited.\n`;
+}
+
+/** Violations counted by rule and namespace: the values of `tolerator_audit_violations`. */
+export function violationCounts(result: AuditResult): { rule: AuditRuleName; namespace: string; count: number }[] {
+  const counts = new Map<string, { rule: AuditRuleName; namespace: string; count: number }>();
+  for (const violation of result.violations) {
+    const key = `${violation.rule}\u0000${violation.namespace}`;
+    const entry = counts.get(key);
+    if (entry === undefined) counts.set(key, { rule: violation.rule, namespace: violation.namespace, count: 1 });
+    else entry.count += 1;
+  }
+  return [...counts.values()];
+}

@@ -1,0 +1,101 @@
+/**
+ * The policy-report objects the periodic audit writes: one per namespace with violations, in the
+ * format of the Kubernetes policy working group that Kyverno and Policy Reporter read.
+ *
+ * Two API groups carry the same report shape (results with source, policy, rule, result,
+ * severity, timestamp, resources, message, properties; a pass/fail/warn/error/skip summary):
+ * - `wgpolicyk8s.io/v1alpha2` `PolicyReport`: what Kyverno writes by default (1.15 included) and
+ *   what Policy Reporter 2 and 3 read;
+ * - `openreports.io/v1alpha1` `Report`: its successor (the working group's API moved to the
+ *   OpenReports project), written by Kyverno 1.15+ only with `--openreportsEnabled` and read by
+ *   Policy Reporter 3.
+ * The edge (src/kube/policy-report-writer.ts) uses the first whose CRD the API server serves, so a
+ * cluster that has only the new one gets it too. Pure: the findings and the time in, objects out.
+ */
+import type { AuditViolation } from './audit-rules.js';
+
+export interface ReportApi {
+  readonly group: 'wgpolicyk8s.io' | 'openreports.io';
+  readonly version: string;
+  readonly kind: 'PolicyReport' | 'Report';
+  /** The plural resource name, for its URL. */
+  readonly resource: 'policyreports' | 'reports';
+}
+
+/** In order of preference (see the file comment). */
+export const reportApis: readonly ReportApi[] = [
+  { group: 'wgpolicyk8s.io', version: 'v1alpha2', kind: 'PolicyReport', resource: 'policyreports' },
+  { group: 'openreports.io', version: 'v1alpha1', kind: 'Report', resource: 'reports' },
+];
+
+/** Every report tolerator writes has this name in its namespace and these labels, so stale ones can be found and deleted. */
+export const reportName = 'tolerator-audit';
+export const reportLabels: Readonly<Record<string, string>> = {
+  'app.kubernetes.io/managed-by': 'tolerator',
+  'app.kubernetes.io/component': 'audit',
+};
+/** The label selector for listing them. */
+export const reportLabelSelector = Object.entries(reportLabels)
+  .map(([key, value]) => `${key}=${value}`)
+  .join(',');
+
+/**
+ * Results one report holds at most; `summary` still counts them all. etcd refuses objects over
+ * 1.5 MiB (the API server's default --max-request-bytes is 3 MiB, etcd's limit is lower); a
+ * result is a message of at most ~1.5 KB (audit-rules.ts spells out at most 10 items) plus its
+ * resource reference and properties, under 2 KB: 500 results stay below 1 MiB with room to spare.
+ */
+export const maxResultsPerReport = 500;
+
+export interface ReportObject {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly metadata: { name: string; namespace: string; labels: Record<string, string>; resourceVersion?: string };
+  readonly [field: string]: unknown;
+}
+
+/** One report per namespace with violations, keyed by namespace; `now` is the audit's completion time. */
+export function buildPolicyReports(
+  api: ReportApi,
+  violations: readonly AuditViolation[],
+  enforcementOf: (policy: string) => 'Deny' | 'Warn' | undefined,
+  now: Date,
+): Map<string, ReportObject> {
+  const byNamespace = new Map<string, AuditViolation[]>();
+  for (const violation of violations) {
+    const list = byNamespace.get(violation.namespace);
+    if (list === undefined) byNamespace.set(violation.namespace, [violation]);
+    else list.push(violation);
+  }
+  const seconds = Math.floor(now.getTime() / 1000);
+  const reports = new Map<string, ReportObject>();
+  for (const [namespace, list] of byNamespace) {
+    const results = list.map((violation) => {
+      // A Warn policy's violation is what its enforcement makes of it: a warning, not a refusal.
+      const result = violation.policy !== undefined && enforcementOf(violation.policy) === 'Warn' ? 'warn' : 'fail';
+      return {
+        source: 'tolerator',
+        policy: violation.policy ?? 'tolerator',
+        rule: violation.rule,
+        category: violation.policy === undefined ? 'Tolerations' : 'Dedicated nodes',
+        severity: 'medium',
+        result,
+        scored: true,
+        timestamp: { seconds, nanos: 0 },
+        message: violation.message,
+        resources: [{ apiVersion: 'v1', kind: 'Pod', namespace, name: violation.name }],
+        properties: { node: violation.node },
+      };
+    });
+    const fail = results.filter((r) => r.result === 'fail').length;
+    reports.set(namespace, {
+      apiVersion: `${api.group}/${api.version}`,
+      kind: api.kind,
+      metadata: { name: reportName, namespace, labels: { ...reportLabels } },
+      ...(api.group === 'openreports.io' ? { source: 'tolerator' } : {}),
+      summary: { pass: 0, fail, warn: results.length - fail, error: 0, skip: 0 },
+      results: results.slice(0, maxResultsPerReport),
+    });
+  }
+  return reports;
+}

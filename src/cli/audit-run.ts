@@ -1,0 +1,103 @@
+/**
+ * One audit over a source of pods, page by page: each pod's Namespace and Node are read from the
+ * cluster facts, the pure rules (src/audit/audit-rules.ts) judge it, the collector keeps the
+ * findings. Shared by `tolerator audit` (a file, or the cluster) and the periodic audit of
+ * `tolerator serve`, so both find the same things.
+ *
+ * A stored pod the API server sent always has the shape of a Pod; a file may hold anything. Each
+ * pod's JSON types are checked as an admission request's are (src/admission/object-shape.ts), and
+ * a pod that fails the check, or whose namespace a policy cannot be evaluated for, is counted as
+ * undecided with the reason rather than judged on fields of the wrong type.
+ */
+import { checkObjectShape } from '../admission/object-shape.js';
+import type { ClusterFacts } from '../admission/cluster-facts.js';
+import { auditPod, type AuditSettings } from '../audit/audit-rules.js';
+import { AuditCollector, type AuditResult } from '../audit/audit-summary.js';
+import type { Namespace, Node, Pod } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
+import { PolicyEvaluationError } from '../tenancy/policy-set.js';
+
+/** Where the pods come from: every page in order, and a restart when the list starts over. */
+export type PodPages = (handlers: {
+  readonly onPage: (pods: readonly unknown[]) => Promise<void>;
+  readonly onRestart: () => void;
+}) => Promise<void>;
+
+export interface AuditRunOptions {
+  /**
+   * Called between pods; when it resolves to true the run pauses for the event loop first. The
+   * server passes a time budget (reviews keep priority); the command passes nothing.
+   */
+  readonly shouldYield?: () => boolean;
+  readonly yieldNow?: () => Promise<void>;
+}
+
+export async function runAudit(
+  pages: PodPages,
+  facts: Pick<ClusterFacts, 'getNamespace' | 'readNode' | 'knowsNodes'>,
+  settings: AuditSettings,
+  options: AuditRunOptions = {},
+): Promise<AuditResult> {
+  const collector = new AuditCollector();
+  // Looked up once per name and run: a namespace's pods are many, and the informers' live read
+  // on a miss must not be repeated for each of them.
+  const namespaces = new Map<string, Promise<Namespace | undefined>>();
+  const nodes = new Map<string, Promise<Node | undefined>>();
+  const namespaceOf = (name: string): Promise<Namespace | undefined> => {
+    let found = namespaces.get(name);
+    if (found === undefined) {
+      found = facts.getNamespace(name);
+      namespaces.set(name, found);
+    }
+    return found;
+  };
+  const nodeOf = (name: string): Promise<Node | undefined> => {
+    let found = nodes.get(name);
+    if (found === undefined) {
+      found = facts.readNode(name);
+      nodes.set(name, found);
+    }
+    return found;
+  };
+
+  await pages({
+    onRestart: () => {
+      collector.reset();
+    },
+    onPage: async (items) => {
+      for (let index = 0; index < items.length; index++) {
+        if (options.shouldYield?.() === true) await options.yieldNow?.();
+        const item = items[index];
+        const metadata = isJsonObject(item) && isJsonObject(item.metadata) ? item.metadata : {};
+        const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : '';
+        const name = typeof metadata.name === 'string' ? metadata.name : '';
+        try {
+          checkObjectShape('', 'Pod', item, `pod "${namespace}/${name}"`);
+        } catch (error) {
+          collector.addUndecided({ namespace, name, message: error instanceof Error ? error.message : String(error) });
+          continue;
+        }
+        const pod = item as Pod;
+        const nodeName = pod.spec?.nodeName ?? '';
+        const [namespaceObject, node] = await Promise.all([
+          namespaceOf(namespace),
+          nodeName === '' || !facts.knowsNodes ? undefined : nodeOf(nodeName),
+        ]);
+        try {
+          collector.add(auditPod(pod, { namespace: namespaceObject, node, nodesKnown: facts.knowsNodes }, settings));
+        } catch (error) {
+          if (!(error instanceof PolicyEvaluationError)) throw error;
+          collector.addUndecided({ namespace, name, message: error.message });
+        }
+      }
+    },
+  });
+  return collector.result();
+}
+
+/** The pods of a file as one page. */
+export function podsAsOnePage(pods: readonly unknown[]): PodPages {
+  return async ({ onPage }) => {
+    await onPage(pods);
+  };
+}

@@ -1,0 +1,191 @@
+/**
+ * `tolerator audit`: every existing pod that breaks one of tolerator's rules (src/audit/audit-rules.ts)
+ * under the same policies and flags as `serve`, from a file (`--cluster-state FILE` holding
+ * Namespaces, Nodes and Pods) or from the cluster (`--kubeconfig FILE`, or the in-cluster service
+ * account), read page by page.
+ *
+ * Output: a table (NAMESPACE NAME NODE RULE MESSAGE) or `-o json`
+ * (`{violations: [{namespace, name, node, rule, message, policy?}], undecided, summary}`), sorted
+ * by namespace, pod and rule. Exit code: 0 nothing found, 1 something found, 2 bad input (flags,
+ * files, policies, or a pod that could not be judged), with the reason on stderr.
+ */
+import type { ClusterFacts } from '../admission/cluster-facts.js';
+import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
+import { auditJson, auditTable, type AuditResult } from '../audit/audit-summary.js';
+import type { Namespace, Node } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
+import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
+import { emptyPolicySet } from '../tenancy/policy-set.js';
+import { podsAsOnePage, runAudit, type PodPages } from './audit-run.js';
+import type { CommandIo } from './command.js';
+import { parseFlags, usage, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
+import { admissionFlags, readAdmissionSettings } from './options.js';
+import { loadPolicies } from './runtime.js';
+import { shortOutputFlag } from './simulate.js';
+
+/**
+ * The webhooks' namespaceSelector in deploy/base (mutating-webhook.yaml and validating-webhook.yaml):
+ * `kubernetes.io/metadata.name NotIn [kube-system, kube-node-lease, tolerator-system]` and
+ * `tolerator.dev/ignore NotIn ["true"]`. test/cli/audit.test.ts reads the manifests and holds
+ * these to them.
+ */
+export const defaultExcludedNamespaces = ['kube-system', 'kube-node-lease', 'tolerator-system'] as const;
+export const defaultExcludedNamespaceLabel = 'tolerator.dev/ignore=true';
+
+/** The exclusion flags, shared with `serve`'s periodic audit. */
+export const exclusionFlags = {
+  'excluded-namespaces': {
+    kind: 'string',
+    placeholder: 'NS1,NS2',
+    help: `namespaces the webhooks do not review, whose pods are audited only with --all ('' for none; default ${defaultExcludedNamespaces.join(',')}, as deploy/ installs them)`,
+  },
+  'excluded-namespace-label': {
+    kind: 'string',
+    placeholder: 'KEY=VALUE',
+    help: `a namespace carrying this label is not reviewed either ('' for none; default ${defaultExcludedNamespaceLabel})`,
+  },
+} as const satisfies Record<string, FlagSpec>;
+
+export const auditFlags = {
+  ...admissionFlags,
+  ...exclusionFlags,
+  'cluster-state': {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'Namespaces, Nodes and Pods to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods -A -o yaml), instead of a cluster',
+  },
+  kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'the cluster to audit (default: the in-cluster service account)' },
+  all: { kind: 'boolean', help: 'also audit mirror pods and pods in namespaces the webhooks exclude' },
+  output: { kind: 'string', placeholder: 'table|json', help: 'output format (default table); also -o' },
+  help: { kind: 'boolean', help: 'show this help' },
+} as const satisfies Record<string, FlagSpec>;
+
+/** The exclusion the flags give, defaulting to the shipped manifests'. */
+export function readExclusion(flags: ParsedFlags): NamespaceExclusion {
+  const names = flags.values.get('excluded-namespaces') as string | undefined;
+  const label = (flags.values.get('excluded-namespace-label') as string | undefined) ?? defaultExcludedNamespaceLabel;
+  let parsedLabel: NamespaceExclusion['label'];
+  if (label !== '') {
+    const eq = label.indexOf('=');
+    if (eq <= 0) throw new UsageError(`--excluded-namespace-label must be KEY=VALUE, got ${JSON.stringify(label)}`);
+    parsedLabel = { key: label.slice(0, eq), value: label.slice(eq + 1) };
+  }
+  const list =
+    names === undefined
+      ? defaultExcludedNamespaces
+      : names
+          .split(',')
+          .map((name) => name.trim())
+          .filter((name) => name !== '');
+  return { names: new Set(list), label: parsedLabel };
+}
+
+/**
+ * The CLI's pace against an API server: client-go's default client rate (rest.Config QPS 5) and
+ * its pager's page size (500, as `kubectl get --chunk-size` too): 2,500 pods a second at most.
+ */
+const cliPageSize = 500;
+const cliRequestsPerSecond = 5;
+
+export async function auditCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+  let result: AuditResult;
+  let output: 'table' | 'json';
+  try {
+    const flags = parseFlags(shortOutputFlag(argv), auditFlags);
+    if (flags.values.get('help') === true) {
+      io.stdout(`Usage: tolerator audit (--cluster-state FILE | --kubeconfig FILE) [flags]\n\n${usage(auditFlags)}\n`);
+      return 0;
+    }
+    if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
+    const rawOutput = (flags.values.get('output') as string | undefined) ?? 'table';
+    if (rawOutput !== 'table' && rawOutput !== 'json') throw new UsageError(`-o must be table or json, got ${JSON.stringify(rawOutput)}`);
+    output = rawOutput;
+    const admission = readAdmissionSettings(flags);
+    const settings: AuditSettings = {
+      gates: admission.gates,
+      enabled: new Set(admission.enabled),
+      policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
+      exclusion: readExclusion(flags),
+      all: flags.values.get('all') === true,
+      podNodeSelector: admission.podNodeSelector,
+    };
+    const kubeconfig = flags.values.get('kubeconfig') as string | undefined;
+    if (admission.clusterStateFile !== undefined && kubeconfig !== undefined) {
+      throw new UsageError('give --cluster-state FILE or --kubeconfig FILE, not both');
+    }
+    const source =
+      admission.clusterStateFile !== undefined ? fileSource(admission.clusterStateFile, io) : await clusterSource(kubeconfig, io.env ?? {});
+    result = await runAudit(source.pages, source.facts, settings);
+  } catch (error) {
+    io.stderr(`tolerator audit: ${error instanceof Error ? error.message : String(error)}\n`);
+    return 2;
+  }
+  io.stdout(output === 'json' ? auditJson(result) : auditTable(result));
+  for (const pod of result.undecided) {
+    io.stderr(`tolerator audit: could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}\n`);
+  }
+  if (result.undecided.length > 0) return 2;
+  return result.violations.length > 0 ? 1 : 0;
+}
+
+interface AuditSource {
+  readonly pages: PodPages;
+  readonly facts: ClusterFacts;
+}
+
+function fileSource(file: string, io: CommandIo): AuditSource {
+  const state = parseClusterState(io.readFile(file), file, { readPods: true });
+  for (const warning of state.warnings) io.stderr(`tolerator audit: ${warning}\n`);
+  if (state.pods.length === 0)
+    throw new UsageError(`${file}: no v1 Pod found (kubectl get namespaces,nodes,pods -A -o yaml writes all three)`);
+  return { pages: podsAsOnePage(state.pods), facts: staticClusterFacts(state) };
+}
+
+/** The cluster: Namespaces and Nodes listed first (page by page), then the pods page by page, at the CLI's pace. */
+async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<Record<string, string | undefined>>): Promise<AuditSource> {
+  // @kubernetes/client-node is costly to import; only a cluster audit needs it.
+  const { loadKubeConfig } = await import('../kube/kube-config.js');
+  const { createApiRequest, describeFailure } = await import('../kube/api-requests.js');
+  const { listInPages, defaultMaxRestarts } = await import('../kube/paged-list.js');
+  const kubeConfig = loadKubeConfig({ kubeconfigPath, env });
+  if (kubeConfig === undefined) {
+    throw new UsageError('no cluster: give --cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account');
+  }
+  const request = createApiRequest(kubeConfig);
+  let last = 0;
+  const pause = async (): Promise<void> => {
+    const wait = last + 1000 / cliRequestsPerSecond - Date.now();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    last = Date.now();
+  };
+  const options = { pageSize: cliPageSize, maxRestarts: defaultMaxRestarts, pause };
+  const listAll = async <T>(path: string): Promise<T[]> => {
+    let all: T[] = [];
+    await listInPages(request, path, options, {
+      onPage: (items) => {
+        for (const item of items) if (isJsonObject(item) && isJsonObject(item.metadata)) all.push(item as T);
+      },
+      onRestart: () => {
+        all = [];
+      },
+    });
+    return all;
+  };
+  const listed = staticClusterFacts({
+    namespaces: await listAll<Namespace>('/api/v1/namespaces'),
+    nodes: await listAll<Node>('/api/v1/nodes'),
+  });
+  // A namespace or node created after its list was read is read on its own (404: it does not exist).
+  const read = async <T>(path: string): Promise<T | undefined> => {
+    const response = await request('GET', path);
+    if (response.status === 404) return undefined;
+    if (response.status !== 200 || !isJsonObject(response.body)) throw new Error(`reading ${path}: ${describeFailure(response)}`);
+    return response.body as T;
+  };
+  const facts: ClusterFacts = {
+    ...listed,
+    getNamespace: async (name) => (await listed.getNamespace(name)) ?? read<Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`),
+    readNode: async (name) => listed.getNode(name) ?? read<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`),
+  };
+  return { facts, pages: (handlers) => listInPages(request, '/api/v1/pods', options, handlers) };
+}

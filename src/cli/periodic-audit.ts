@@ -1,0 +1,197 @@
+/**
+ * The periodic audit of `tolerator serve --audit-interval DURATION`: every interval, the cluster's
+ * pods are listed page by page and judged by the audit rules (src/cli/audit-run.ts, the same run
+ * as `tolerator audit`), and the result is published as metrics and, when their CRD is installed,
+ * as policy reports.
+ *
+ * It never slows admission, which shares the one thread:
+ * - pods are listed in pages of `pageSize` (never one giant list, never a cache of every pod), one
+ *   page in memory at a time, at most `requestsPerSecond` requests;
+ * - between pods, once `sliceMs` of work has been done, the run yields to the event loop
+ *   (setImmediate), so a review that arrived meanwhile waits at most about that long;
+ * - runs never overlap: the next one is scheduled an interval after the previous one ended.
+ *
+ * A run that fails (a list refused or cut mid-page, a list whose continue token expired too many
+ * times) changes no metric but `tolerator_audit_runs_total{result="failed"}`, logs why, and the
+ * next interval tries again: the last completed audit stays what is published.
+ */
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import type { Logger } from 'pino';
+import type { ClusterFacts } from '../admission/cluster-facts.js';
+import type { AuditSettings } from '../audit/audit-rules.js';
+import { violationCounts, type AuditResult } from '../audit/audit-summary.js';
+import { buildPolicyReports } from '../audit/policy-reports.js';
+import type { Metrics } from '../http/metrics.js';
+import type { ApiRequest } from '../kube/api-requests.js';
+import { defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
+import { discoverReportApi, writePolicyReports } from '../kube/policy-report-writer.js';
+import { runAudit } from './audit-run.js';
+
+/**
+ * The pace, and why:
+ * - pageSize 100: a stored pod is 3 to 8 KB of JSON (managedFields included), so a page is under
+ *   1 MB, which JSON.parse reads in a few milliseconds: the parse of a page, the one piece of the
+ *   run that cannot be split, blocks reviews for about as long as one slice.
+ * - requestsPerSecond 5: client-go's default client rate (rest.Config QPS 5), what every
+ *   controller in the cluster is held to: 500 pods a second, 50,000 pods in 100 s.
+ * - sliceMs 5: a review costs well under a millisecond (bench/RESULTS.md); 5 ms of audit work
+ *   between yields adds at most that to a review that arrives during a run, a small part of the
+ *   webhook's 5 s timeout and of an API server round trip.
+ * - firstRunDelayMs 60 s (or the interval, if shorter): the informers sync in seconds; a minute
+ *   lets a rollout's replicas settle before each lists every pod.
+ */
+export interface AuditPace {
+  readonly pageSize: number;
+  readonly requestsPerSecond: number;
+  readonly sliceMs: number;
+  readonly firstRunDelayMs: number;
+}
+
+export const auditPace: AuditPace = { pageSize: 100, requestsPerSecond: 5, sliceMs: 5, firstRunDelayMs: 60_000 };
+
+export interface PeriodicAuditOptions {
+  readonly intervalMs: number;
+  readonly request: ApiRequest;
+  readonly facts: ClusterFacts;
+  /** Read at the start of each run: the policies currently serving. */
+  readonly settings: () => AuditSettings;
+  readonly metrics: Metrics;
+  readonly logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** Milliseconds since the epoch (the completion timestamp). */
+  readonly now?: () => number;
+  /** A monotonic clock in milliseconds (the slice budget). */
+  readonly clock?: () => number;
+  readonly pace?: Partial<AuditPace>;
+}
+
+export interface PeriodicAudit {
+  /** One run now (tests, and the timer). */
+  runOnce(): Promise<'completed' | 'failed'>;
+  /** Starts the timer: the first run after firstRunDelayMs, then one an interval after each. */
+  start(): void;
+  /** Stops the timer and ends a run in progress at its next page. */
+  stop(): Promise<void>;
+}
+
+class Stopped extends Error {}
+
+export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudit {
+  const pace = { ...auditPace, ...options.pace };
+  const now = options.now ?? Date.now;
+  const clock = options.clock ?? (() => performance.now());
+  const { metrics, logger, request } = options;
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let running: Promise<unknown> | undefined;
+  let lastRequest = -Infinity;
+
+  /** Read through a function: stop() may be called while a pause waits. */
+  const halted = (): boolean => stopped;
+  const pause = async (): Promise<void> => {
+    if (halted()) throw new Stopped('stopped');
+    const wait = lastRequest + 1000 / pace.requestsPerSecond - clock();
+    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+    if (halted()) throw new Stopped('stopped');
+    lastRequest = clock();
+  };
+
+  async function runOnce(): Promise<'completed' | 'failed'> {
+    const started = clock();
+    let sliceStart = clock();
+    let result: AuditResult;
+    try {
+      lastRequest = clock();
+      result = await runAudit(
+        (handlers) => listInPages(request, '/api/v1/pods', { pageSize: pace.pageSize, maxRestarts: defaultMaxRestarts, pause }, handlers),
+        options.facts,
+        options.settings(),
+        {
+          shouldYield: () => clock() - sliceStart >= pace.sliceMs,
+          yieldNow: async () => {
+            await yieldToEventLoop();
+            sliceStart = clock();
+          },
+        },
+      );
+    } catch (error) {
+      if (error instanceof Stopped) return 'failed';
+      metrics.auditRuns.inc({ result: 'failed' });
+      logger.error(
+        { error: error instanceof Error ? error.message : String(error) },
+        'audit failed; the previous audit stays published and the next interval tries again',
+      );
+      return 'failed';
+    }
+    // Replaced as a whole, within one turn of the event loop: a scrape sees the old audit or the new one.
+    metrics.auditViolations.reset();
+    for (const { rule, namespace, count } of violationCounts(result)) metrics.auditViolations.set({ rule, namespace }, count);
+    metrics.auditLastCompleted.set(now() / 1000);
+    metrics.auditRuns.inc({ result: 'completed' });
+    logger.info({ ...result.summary, violations: result.violations.length, durationMs: Math.round(clock() - started) }, 'audit completed');
+    for (const pod of result.undecided.slice(0, 10)) {
+      logger.warn({ namespace: pod.namespace, pod: pod.name, error: pod.message }, 'audit could not judge a pod');
+    }
+    await publishReports(result);
+    return 'completed';
+  }
+
+  async function publishReports(result: AuditResult): Promise<void> {
+    try {
+      const api = await discoverReportApi(request);
+      if (api === undefined) return;
+      const policies = new Map(options.settings().policies.policies.map((policy) => [policy.name, policy.enforcement]));
+      const reports = buildPolicyReports(api, result.violations, (name) => policies.get(name), new Date(now()));
+      const writes = await writePolicyReports(request, api, reports, pause);
+      metrics.auditReportWrites.inc({ result: 'success' }, writes.written + writes.deleted);
+      if (writes.failures.length > 0) {
+        metrics.auditReportWrites.inc({ result: 'failure' }, writes.failures.length);
+        logger.warn({ failures: writes.failures.slice(0, 10), count: writes.failures.length }, 'some policy reports were not written');
+      }
+    } catch (error) {
+      if (error instanceof Stopped) return;
+      metrics.auditReportWrites.inc({ result: 'failure' });
+      logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'policy reports not written');
+    }
+  }
+
+  const schedule = (delayMs: number): void => {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      if (!options.facts.isSynced()) {
+        // Without synced caches every namespace and node would be read live: wait for them.
+        schedule(5_000);
+        return;
+      }
+      running = runOnce().finally(() => {
+        running = undefined;
+        schedule(options.intervalMs);
+      });
+    }, delayMs);
+    timer.unref();
+  };
+
+  return {
+    runOnce,
+    start: () => {
+      schedule(Math.min(options.intervalMs, pace.firstRunDelayMs));
+    },
+    stop: async () => {
+      stopped = true;
+      clearTimeout(timer);
+      await running;
+    },
+  };
+}
+
+/**
+ * `--audit-interval`: a Go duration of hours, minutes and seconds (`1h`, `30m`, `1h30m`, `90s`),
+ * at least 1 s (runs never overlap, so a short interval only means back-to-back runs at the pace above).
+ */
+export function parseAuditInterval(raw: string): number {
+  const match = /^(?:(\d{1,6})h)?(?:(\d{1,6})m)?(?:(\d{1,9})s)?$/.exec(raw);
+  if (match === null || raw === '') throw new Error(`--audit-interval: ${JSON.stringify(raw)} is not a duration like 30m, 1h or 1h30m`);
+  const [, hours, minutes, seconds] = match;
+  const ms = (Number(hours ?? 0) * 3600 + Number(minutes ?? 0) * 60 + Number(seconds ?? 0)) * 1000;
+  if (ms < 1000) throw new Error(`--audit-interval: ${JSON.stringify(raw)} is shorter than 1s`);
+  return ms;
+}

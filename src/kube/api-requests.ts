@@ -1,0 +1,83 @@
+/**
+ * Plain JSON requests to the API server with a KubeConfig's credentials, for the audit: pages of
+ * pods, API discovery and policy reports. client-node's typed API would convert every pod of a
+ * page into its model classes and back (`toWire` in informers.ts); the audit reads the wire shape,
+ * so the bytes are parsed once with JSON.parse and nothing else.
+ *
+ * A response is resolved only when its whole body arrived: a connection cut in the middle of a
+ * body (the server going away, a proxy timing out) rejects, so half a page is never taken for a
+ * page.
+ */
+import { request as httpRequest } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { KubeConfig } from '@kubernetes/client-node';
+
+export interface ApiResponse {
+  readonly status: number;
+  /** The parsed JSON body; undefined when the body is empty or not JSON. */
+  readonly body: unknown;
+}
+
+export type ApiRequest = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) => Promise<ApiResponse>;
+
+/**
+ * 60 s: kube-apiserver's own default request timeout (--request-timeout 1m), after which it ends
+ * a request itself; a page that has not arrived by then will not.
+ */
+const requestTimeoutMs = 60_000;
+
+/** Requests against the current cluster of `kubeConfig`; credentials are applied anew to each (tokens rotate). */
+export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
+  const cluster = kubeConfig.getCurrentCluster();
+  if (cluster === null) throw new Error('the kubeconfig names no current cluster');
+  const server = cluster.server.replace(/\/+$/, '');
+  return async (method, path, body) => {
+    const url = new URL(`${server}${path}`);
+    const text = body === undefined ? undefined : JSON.stringify(body);
+    const options: RequestOptions = {
+      method,
+      headers: {
+        Accept: 'application/json',
+        ...(text === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }),
+      },
+      timeout: requestTimeoutMs,
+    };
+    await kubeConfig.applyToHTTPSOptions(options);
+    const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
+    return new Promise<ApiResponse>((resolve, reject) => {
+      const req = send(url, options, (res) => {
+        const chunks: Buffer[] = [];
+        let ended = false;
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          ended = true;
+          const raw = Buffer.concat(chunks).toString('utf8');
+          let parsed: unknown;
+          try {
+            parsed = raw === '' ? undefined : JSON.parse(raw);
+          } catch {
+            parsed = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, body: parsed });
+        });
+        res.on('error', reject);
+        res.on('close', () => {
+          if (!ended) reject(new Error(`${method} ${path}: the connection closed before the response was complete`));
+        });
+      });
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no response within ${requestTimeoutMs / 1000} s`)));
+      req.on('error', reject);
+      req.end(text);
+    });
+  };
+}
+
+/** The message of a Status body, or the HTTP status. */
+export function describeFailure(response: ApiResponse): string {
+  const body = response.body;
+  const message =
+    typeof body === 'object' && body !== null && typeof (body as { message?: unknown }).message === 'string'
+      ? (body as { message: string }).message
+      : '';
+  return message === '' ? `HTTP ${response.status}` : `HTTP ${response.status}: ${message}`;
+}

@@ -1,0 +1,201 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { defaultFeatureGates } from '../../src/api/feature-gates.js';
+import type { Pod } from '../../src/api/types.js';
+import { auditPod, auditRuleNames, isStoredMirrorPod, type AuditSettings, type PodSurroundings } from '../../src/audit/audit-rules.js';
+import { allPluginNames, type PluginName } from '../../src/plugins/registry.js';
+import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
+import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
+import {
+  auditNamespaces,
+  auditNodes,
+  auditRows,
+  auditSkipRows,
+  fakeMirrorPods,
+  policiesDir,
+  storedPod,
+  terminatedPods,
+} from '../support/audit-fixtures.js';
+
+const policies = loadPolicyDirectory(policiesDir).set;
+
+function settings(overrides: Partial<AuditSettings> = {}): AuditSettings {
+  return {
+    gates: defaultFeatureGates,
+    enabled: new Set<PluginName>(allPluginNames),
+    policies,
+    exclusion: {
+      names: new Set(['kube-system', 'kube-node-lease', 'tolerator-system']),
+      label: { key: 'tolerator.dev/ignore', value: 'true' },
+    },
+    all: false,
+    ...overrides,
+  };
+}
+
+function surroundings(pod: Pod): PodSurroundings {
+  return {
+    namespace: auditNamespaces.find((namespace) => namespace.metadata.name === pod.metadata?.namespace),
+    node: auditNodes.find((node) => node.metadata.name === pod.spec?.nodeName),
+    nodesKnown: true,
+  };
+}
+
+function rulesOf(pod: Pod, overrides: Partial<AuditSettings> = {}): string[] {
+  const result = auditPod(pod, surroundings(pod), settings(overrides));
+  assert.ok(result.violations !== undefined, `the pod was audited, not skipped as ${result.skipped ?? ''}`);
+  return result.violations.map((violation) => violation.rule).sort();
+}
+
+describe('audit rules: each rule with a pod that breaks it and one that keeps it', () => {
+  for (const row of auditRows) {
+    const name = (row.pod.metadata as { name: string }).name;
+    it(`${row.about}: ${name} ${row.breaks ? 'breaks it' : 'keeps it'}`, () => {
+      const rules = rulesOf(row.pod);
+      assert.deepEqual(rules, [...row.expected].sort());
+      assert.equal(rules.includes(row.about), row.breaks);
+    });
+  }
+
+  it('covers every rule both ways', () => {
+    for (const rule of auditRuleNames) {
+      assert.ok(
+        auditRows.some((row) => row.about === rule && row.breaks),
+        `a pod breaking ${rule}`,
+      );
+      assert.ok(
+        auditRows.some((row) => row.about === rule && !row.breaks),
+        `a pod keeping ${rule}`,
+      );
+    }
+  });
+
+  it('names the policy of a tenancy rule, the pod and its node, and says what to do', () => {
+    const row = auditRows.find((candidate) => candidate.about === 'missing-pair' && candidate.breaks);
+    assert.ok(row);
+    const result = auditPod(row.pod, surroundings(row.pod), settings());
+    assert.deepEqual(
+      result.violations?.map(({ namespace, name, node, rule, policy }) => ({ namespace, name, node, rule, policy })),
+      [
+        {
+          namespace: 'tenant-a',
+          name: 'tenant-without-pair',
+          node: 'node-a',
+          rule: 'missing-pair',
+          policy: 'dedicated-by-namespace-label',
+        },
+      ],
+    );
+    const [first] = result.violations ?? [];
+    assert.ok(first);
+    const message = first.message;
+    assert.match(message, /spec\.tolerations lacks \{key: dedicated, operator: Equal, value: a, effect: NoSchedule\}/);
+    assert.match(message, /dedicated In \[a\] is missing in spec\.affinity\.nodeAffinity\.requiredDuringSchedulingIgnoredDuringExecution/);
+    assert.match(message, /recreate the pod/);
+  });
+});
+
+describe('audit rules: what is left out', () => {
+  for (const row of auditSkipRows) {
+    const name = (row.pod.metadata as { name: string }).name;
+    it(`${name}: skipped as ${row.reason}, audited with --all`, () => {
+      assert.deepEqual(auditPod(row.pod as Pod, surroundings(row.pod as Pod), settings()), { skipped: row.reason });
+      assert.deepEqual(rulesOf(row.pod as Pod, { all: true }), [...row.withAll].sort());
+    });
+  }
+
+  for (const pod of terminatedPods) {
+    it(`${(pod.metadata as { name: string }).name}: a terminated pod is skipped even with --all`, () => {
+      assert.deepEqual(auditPod(pod as Pod, surroundings(pod as Pod), settings({ all: true })), { skipped: 'terminated' });
+    });
+  }
+
+  for (const row of fakeMirrorPods) {
+    it(`${(row.pod.metadata as { name: string }).name}: the mirror annotation without the kubelet's Node reference is an ordinary pod`, () => {
+      assert.equal(isStoredMirrorPod(row.pod as Pod, surroundings(row.pod as Pod).node), false);
+      assert.deepEqual(rulesOf(row.pod as Pod), [...row.expected].sort());
+    });
+  }
+
+  it('the exclusion flags decide which namespaces are left out', () => {
+    const pod = storedPod({ namespace: 'kube-system', name: 'coredns', node: 'plain' }) as Pod;
+    const none = { exclusion: { names: new Set<string>(), label: undefined } };
+    assert.deepEqual(rulesOf(pod, none), ['missing-default-tolerations', 'missing-memory-pressure']);
+  });
+
+  it('a rule is judged only while its plugin is enabled', () => {
+    const pod = storedPod({
+      namespace: 'shared',
+      name: 'bare',
+      node: 'node-b',
+      tolerations: [{ key: 'x', operator: 'Gt', value: '1' }],
+    }) as Pod;
+    assert.deepEqual(rulesOf(pod), ['foreign-node', 'invalid-toleration', 'missing-default-tolerations', 'missing-memory-pressure']);
+    const enabled = new Set<PluginName>(allPluginNames.filter((name) => name !== 'DefaultTolerationSeconds' && name !== 'DedicatedNodes'));
+    assert.deepEqual(rulesOf(pod, { enabled }), ['invalid-toleration', 'missing-memory-pressure']);
+  });
+
+  it('without policies no tenancy rule applies, unknown-node included (the webhook admits such a pod then)', () => {
+    const pod = storedPod({
+      namespace: 'shared',
+      name: 'ghost',
+      node: 'ghost',
+      tolerations: [{ key: 'dedicated', operator: 'Exists' }],
+    }) as Pod;
+    assert.deepEqual(rulesOf(pod, { policies: emptyPolicySet }), ['missing-default-tolerations', 'missing-memory-pressure']);
+  });
+
+  it('with the comparison gate on, a canonical Gt toleration is valid', () => {
+    const pod = storedPod({
+      namespace: 'shared',
+      name: 'gt',
+      node: 'plain',
+      burstable: false,
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'cpu-gen', operator: 'Gt', value: '5', effect: 'NoSchedule' },
+      ],
+    }) as Pod;
+    assert.deepEqual(rulesOf(pod), ['invalid-toleration']);
+    assert.deepEqual(rulesOf(pod, { gates: { ...defaultFeatureGates, TaintTolerationComparisonOperators: true } }), []);
+  });
+
+  it('a namespace claimed by two groups is judged as belonging to none', () => {
+    // The prefix policy gives team-a-x the group team-a; the label policy gives it b.
+    const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a-x', labels: { dedicated: 'b' } } };
+    const pod = storedPod({
+      namespace: 'team-a-x',
+      name: 'p',
+      node: 'plain',
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'dedicated', operator: 'Equal', value: 'b', effect: 'NoSchedule' },
+      ],
+    }) as Pod;
+    const result = auditPod(pod, { namespace, node: auditNodes[2], nodesKnown: true }, settings());
+    assert.deepEqual(
+      result.violations?.map((violation) => violation.rule),
+      ['foreign-toleration'],
+    );
+    const [only] = result.violations ?? [];
+    assert.ok(only);
+    assert.match(only.message, /claimed by more than one group/);
+  });
+
+  it('spells out at most 10 tolerations in a message, and counts the rest', () => {
+    const tolerations = Array.from({ length: 25 }, (_, i) => ({
+      key: 'dedicated',
+      operator: 'Equal' as const,
+      value: `g${i}`,
+      effect: 'NoSchedule' as const,
+    }));
+    const pod = storedPod({ namespace: 'shared', name: 'many', node: 'plain', tolerations }) as Pod;
+    const result = auditPod(pod, surroundings(pod), settings());
+    const message = result.violations?.find((violation) => violation.rule === 'foreign-toleration')?.message ?? '';
+    assert.equal(message.match(/tolerates the dedicated taint of group/g)?.length, 10);
+    assert.match(message, /and 15 more/);
+  });
+});

@@ -1,0 +1,319 @@
+/**
+ * The audit against an API server (the fake one): `tolerator audit --kubeconfig`, the list in
+ * pages with its 410 Gone restart and a connection cut mid-page, and the periodic audit of
+ * `serve` with its metrics and policy reports.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { defaultFeatureGates } from '../../src/api/feature-gates.js';
+import type { AuditSettings } from '../../src/audit/audit-rules.js';
+import { runAudit } from '../../src/cli/audit-run.js';
+import { createPeriodicAudit } from '../../src/cli/periodic-audit.js';
+import { createMetrics } from '../../src/http/metrics.js';
+import { createApiRequest } from '../../src/kube/api-requests.js';
+import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
+import { listInPages } from '../../src/kube/paged-list.js';
+import { allPluginNames } from '../../src/plugins/registry.js';
+import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
+import { audit } from '../support/audit-command.js';
+import { allAuditPods, auditNamespaces, auditNodes, expectedRulesByPod, policiesDir, storedPod } from '../support/audit-fixtures.js';
+import { FakeApiServer, type KubeObject } from './fake-api-server.js';
+
+const settings: AuditSettings = {
+  gates: defaultFeatureGates,
+  enabled: new Set(allPluginNames),
+  policies: loadPolicyDirectory(policiesDir).set,
+  exclusion: {
+    names: new Set(['kube-system', 'kube-node-lease', 'tolerator-system']),
+    label: { key: 'tolerator.dev/ignore', value: 'true' },
+  },
+  all: false,
+};
+const facts = staticClusterFacts({ namespaces: auditNamespaces, nodes: auditNodes });
+const noPause = (): Promise<void> => Promise.resolve();
+const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+function rulesByPod(violations: readonly { namespace: string; name: string; rule: string }[]): Map<string, string[]> {
+  const byPod = new Map<string, string[]>();
+  for (const violation of violations) {
+    const key = `${violation.namespace}/${violation.name}`;
+    byPod.set(key, [...(byPod.get(key) ?? []), violation.rule].sort());
+  }
+  return byPod;
+}
+
+const expected = new Map([...expectedRulesByPod()].filter(([, rules]) => rules.length > 0));
+
+describe('the audit against an API server', () => {
+  let fake: FakeApiServer;
+  let kubeconfig: string;
+
+  before(async () => {
+    fake = await FakeApiServer.start();
+    for (const namespace of auditNamespaces) fake.put('namespaces', namespace);
+    for (const node of auditNodes) fake.put('nodes', node);
+    for (const pod of allAuditPods()) fake.putPod(pod as KubeObject);
+    const dir = mkdtempSync(join(tmpdir(), 'tolerator-audit-'));
+    kubeconfig = join(dir, 'kubeconfig.yaml');
+    writeFileSync(
+      kubeconfig,
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name: 'fake', cluster: { server: fake.url, 'insecure-skip-tls-verify': true } }],
+        users: [{ name: 'anonymous', user: {} }],
+        contexts: [{ name: 'fake', context: { cluster: 'fake', user: 'anonymous' } }],
+        'current-context': 'fake',
+      }),
+    );
+  });
+  after(async () => {
+    await fake.close();
+  });
+  beforeEach(() => {
+    fake.cutPodListAtPage(undefined);
+    fake.expireContinueTokens(0);
+  });
+
+  it('tolerator audit --kubeconfig finds what it finds in the same cluster as a file', async () => {
+    const { code, stdout, stderr } = await audit(
+      ['--kubeconfig', kubeconfig, '--policies', policiesDir, '--enable-plugins', 'PodNodeSelector', '-o', 'json'],
+      {},
+    );
+    assert.equal(stderr, '');
+    assert.equal(code, 1);
+    const output = JSON.parse(stdout) as { violations: { namespace: string; name: string; rule: string }[] };
+    assert.deepEqual(rulesByPod(output.violations), expected);
+    assert.ok(
+      fake.podListRequests.every((request) => request.limit === '500'),
+      'every pod list asks for a page',
+    );
+  });
+
+  it('lists in pages of `limit`, following `continue`, one page at a time', async () => {
+    const before = fake.podListRequests.length;
+    const pageSizes: number[] = [];
+    const request = createApiRequest(fake.kubeConfig());
+    const result = await runAudit(
+      (handlers) =>
+        listInPages(
+          request,
+          '/api/v1/pods',
+          { pageSize: 4, maxRestarts: 3, pause: noPause },
+          {
+            onRestart: handlers.onRestart,
+            onPage: async (items) => {
+              pageSizes.push(items.length);
+              await handlers.onPage(items);
+            },
+          },
+        ),
+      facts,
+      settings,
+    );
+    assert.deepEqual(rulesByPod(result.violations), expected);
+    const pods = allAuditPods().length;
+    assert.equal(pageSizes.length, Math.ceil(pods / 4));
+    assert.ok(pageSizes.every((size) => size <= 4));
+    const requests = fake.podListRequests.slice(before);
+    assert.equal(requests[0]?.continue, null);
+    assert.ok(requests.slice(1).every((request) => request.continue !== null && request.limit === '4'));
+  });
+
+  it('a 410 Gone on continue starts the list over and forgets the pages seen; the result is the same', async () => {
+    fake.expireContinueTokens(1);
+    const request = createApiRequest(fake.kubeConfig());
+    let restarts = 0;
+    const result = await runAudit(
+      (handlers) =>
+        listInPages(
+          request,
+          '/api/v1/pods',
+          { pageSize: 4, maxRestarts: 3, pause: noPause },
+          {
+            onPage: handlers.onPage,
+            onRestart: () => {
+              restarts += 1;
+              handlers.onRestart();
+            },
+          },
+        ),
+      facts,
+      settings,
+    );
+    assert.equal(restarts, 1);
+    assert.deepEqual(rulesByPod(result.violations), expected);
+    assert.equal(result.summary.audited, expectedRulesByPod().size, 'no pod counted twice');
+  });
+
+  it('a continue token that keeps expiring fails the list after the bounded restarts', async () => {
+    fake.expireContinueTokens(10);
+    const request = createApiRequest(fake.kubeConfig());
+    await assert.rejects(
+      listInPages(
+        request,
+        '/api/v1/pods',
+        { pageSize: 4, maxRestarts: 3, pause: noPause },
+        { onPage: () => undefined, onRestart: () => undefined },
+      ),
+      /continue token expired \(410 Gone\) 4 times/,
+    );
+  });
+
+  it('a connection cut mid-page fails the list instead of taking half a page for a page', async () => {
+    const request = createApiRequest(fake.kubeConfig());
+    fake.cutPodListAtPage(fake.podPagesServedCount + 1);
+    let pages = 0;
+    await assert.rejects(
+      listInPages(
+        request,
+        '/api/v1/pods',
+        { pageSize: 4, maxRestarts: 3, pause: noPause },
+        {
+          onPage: () => {
+            pages += 1;
+          },
+          onRestart: () => undefined,
+        },
+      ),
+      /closed before the response was complete|aborted|ECONNRESET|socket hang up/,
+    );
+    assert.equal(pages, 1);
+  });
+
+  describe('the periodic audit of serve', () => {
+    const pace = { pageSize: 4, requestsPerSecond: 1000, sliceMs: 1 };
+
+    it('publishes the violations by rule and namespace, the completion time, and no report without the CRD', async () => {
+      const metrics = createMetrics({ collectProcessMetrics: false });
+      const reportRequests = fake.reportRequests.length;
+      const periodic = createPeriodicAudit({
+        intervalMs: 3_600_000,
+        request: createApiRequest(fake.kubeConfig()),
+        facts,
+        settings: () => settings,
+        metrics,
+        logger: silent,
+        now: () => 1_700_000_000_000,
+        pace,
+      });
+      assert.equal(await periodic.runOnce(), 'completed');
+      const text = await metrics.registry.metrics();
+      assert.match(text, /tolerator_audit_violations\{rule="foreign-node",namespace="shared"\} 3/);
+      assert.match(text, /tolerator_audit_violations\{rule="missing-pair",namespace="tenant-a"\} 1/);
+      assert.match(text, /tolerator_audit_last_completed_timestamp_seconds 1700000000/);
+      assert.match(text, /tolerator_audit_runs_total\{result="completed"\} 1/);
+      // Discovery only: both report APIs answered 404, nothing written, nothing failed.
+      assert.deepEqual(
+        fake.reportRequests.slice(reportRequests).map((request) => `${request.method} ${request.path}`),
+        ['GET /apis/wgpolicyk8s.io/v1alpha2', 'GET /apis/openreports.io/v1alpha1'],
+      );
+      assert.doesNotMatch(text, /tolerator_audit_report_writes_total\{result="failure"\}/);
+    });
+
+    it('a run cut mid-list leaves the previous metrics, counts the failure, and the next run publishes anew', async () => {
+      const metrics = createMetrics({ collectProcessMetrics: false });
+      let clock = 1_700_000_000_000;
+      const periodic = createPeriodicAudit({
+        intervalMs: 3_600_000,
+        request: createApiRequest(fake.kubeConfig()),
+        facts,
+        settings: () => settings,
+        metrics,
+        logger: silent,
+        now: () => clock,
+        pace,
+      });
+      assert.equal(await periodic.runOnce(), 'completed');
+      const first = await metrics.registry.getSingleMetricAsString('tolerator_audit_violations');
+      clock += 60_000;
+      fake.cutPodListAtPage(fake.podPagesServedCount + 1);
+      assert.equal(await periodic.runOnce(), 'failed');
+      assert.equal(await metrics.registry.getSingleMetricAsString('tolerator_audit_violations'), first);
+      const text = await metrics.registry.metrics();
+      assert.match(text, /tolerator_audit_last_completed_timestamp_seconds 1700000000\n/);
+      assert.match(text, /tolerator_audit_runs_total\{result="failed"\} 1/);
+      fake.cutPodListAtPage(undefined);
+      assert.equal(await periodic.runOnce(), 'completed');
+      assert.match(await metrics.registry.metrics(), /tolerator_audit_last_completed_timestamp_seconds 1700000060\n/);
+    });
+
+    it('writes one PolicyReport per namespace with violations when the CRD is served, replaces it, and deletes it once clean', async () => {
+      const local = await FakeApiServer.start();
+      try {
+        local.installReportCrd('wgpolicyk8s.io', 'v1alpha2', 'policyreports');
+        const bad = storedPod({ namespace: 'shared', name: 'on-b', node: 'node-b' });
+        local.putPod(bad as KubeObject);
+        local.putPod(storedPod({ namespace: 'tenant-a', name: 'tenant-on-plain', node: 'plain' }) as KubeObject);
+        const metrics = createMetrics({ collectProcessMetrics: false });
+        const periodic = createPeriodicAudit({
+          intervalMs: 3_600_000,
+          request: createApiRequest(local.kubeConfig()),
+          facts,
+          settings: () => settings,
+          metrics,
+          logger: silent,
+          now: () => 1_700_000_000_000,
+          pace,
+        });
+        assert.equal(await periodic.runOnce(), 'completed');
+        assert.deepEqual([...local.reports.keys()].sort(), ['shared/tolerator-audit', 'tenant-a/tolerator-audit']);
+        const report = local.reports.get('shared/tolerator-audit');
+        assert.ok(report !== undefined);
+        assert.equal(report.apiVersion, 'wgpolicyk8s.io/v1alpha2');
+        assert.equal(report.kind, 'PolicyReport');
+        assert.deepEqual(report.metadata.labels, { 'app.kubernetes.io/managed-by': 'tolerator', 'app.kubernetes.io/component': 'audit' });
+        const results = report.results as { policy: string; rule: string; result: string; resources: unknown[]; timestamp: unknown }[];
+        assert.deepEqual(
+          results.map(({ policy, rule, result }) => ({ policy, rule, result })),
+          [
+            { policy: 'dedicated-by-namespace-label', rule: 'foreign-node', result: 'fail' },
+            { policy: 'tolerator', rule: 'missing-default-tolerations', result: 'fail' },
+            { policy: 'tolerator', rule: 'missing-memory-pressure', result: 'fail' },
+          ],
+        );
+        const [first] = results;
+        assert.ok(first);
+        assert.deepEqual(first.resources, [{ apiVersion: 'v1', kind: 'Pod', namespace: 'shared', name: 'on-b' }]);
+        assert.deepEqual(first.timestamp, { seconds: 1_700_000_000, nanos: 0 });
+        assert.deepEqual(report.summary, { pass: 0, fail: 3, warn: 0, error: 0, skip: 0 });
+
+        // The tenant's pod is fixed (recreated with the pair), the shared one stays: shared's
+        // report is replaced, tenant-a's deleted.
+        local.putPod(
+          storedPod({
+            namespace: 'tenant-a',
+            name: 'tenant-on-plain',
+            node: 'node-a',
+            burstable: false,
+            tolerations: [
+              { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+              { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+              { key: 'dedicated', operator: 'Equal', value: 'a', effect: 'NoSchedule' },
+            ],
+            affinity: {
+              nodeAffinity: {
+                requiredDuringSchedulingIgnoredDuringExecution: {
+                  nodeSelectorTerms: [{ matchExpressions: [{ key: 'dedicated', operator: 'In', values: ['a'] }] }],
+                },
+              },
+            },
+          }) as KubeObject,
+        );
+        const before = local.reportRequests.length;
+        assert.equal(await periodic.runOnce(), 'completed');
+        assert.deepEqual([...local.reports.keys()], ['shared/tolerator-audit']);
+        assert.deepEqual(
+          local.reportRequests.slice(before).map((request) => request.method),
+          ['GET', 'GET', 'PUT', 'DELETE'],
+        );
+        assert.match(await metrics.registry.metrics(), /tolerator_audit_report_writes_total\{result="success"\} 4/);
+      } finally {
+        await local.close();
+      }
+    });
+  });
+});
