@@ -18,6 +18,7 @@
  * Not reproduced: upstream's further int32 arithmetic on the scale, which can wrap only for
  * exponents within 18 of ±2^31.
  */
+import { goTrimSpace } from './go-strings.js';
 
 /** The value `coefficient × 10^exponent`, normalised so that equal values have equal fields. */
 export interface Quantity {
@@ -63,39 +64,6 @@ const binarySuffixes: ReadonlyMap<string, number> = new Map([
 const suffixLetters = 'eEinumkKMGTP';
 
 /**
- * Go's unicode.IsSpace, which strings.TrimSpace strips: ASCII \t \n \v \f \r and space, U+0085,
- * U+00A0, and the Unicode White_Space characters above Latin-1. Not JavaScript's trim(), which
- * also strips U+FEFF and leaves U+0085.
- */
-function isGoSpace(code: number): boolean {
-  return (
-    (code >= 0x09 && code <= 0x0d) ||
-    code === 0x20 ||
-    code === 0x85 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000
-  );
-}
-
-/**
- * strings.TrimSpace. A loop, not a regular expression: `/\s+$/`-style patterns restart at every
- * space and scan the whole run each time, so `1` followed by 50,000 spaces and `x` took 3 s.
- */
-function trimGoSpace(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && isGoSpace(text.charCodeAt(start))) start++;
-  while (end > start && isGoSpace(text.charCodeAt(end - 1))) end--;
-  return text.slice(start, end);
-}
-
-/**
  * A quantity as it arrives in JSON, the way `Quantity.UnmarshalJSON` reads it: a string is
  * trimmed of surrounding whitespace and parsed; a number is parsed from its JavaScript text.
  * Returns undefined where the API server would reject the value.
@@ -133,7 +101,7 @@ function quantityText(v: string | number): string | undefined {
   if (typeof v === 'number') {
     return Number.isFinite(v) ? String(v) : undefined;
   }
-  return trimGoSpace(v);
+  return goTrimSpace(v);
 }
 
 /** What a suffix scales the number by. */

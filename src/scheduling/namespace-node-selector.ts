@@ -16,6 +16,7 @@
  * Pure: the namespace and the configuration come in as values. Every function here costs time
  * linear in the selectors it is given (one pass, Map look-ups, no regular expressions).
  */
+import { goTrimSpace } from '../api/go-strings.js';
 import type { Namespace } from '../api/types.js';
 import { errorMessage, invalid } from '../validation/field-errors.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
@@ -75,36 +76,6 @@ export function parseSelectorLabels(selector: string): ParsedSelector {
     labels.set(key, value);
   }
   return { labels };
-}
-
-/**
- * unicode.IsSpace, what Go's strings.TrimSpace trims: ASCII \t \n \v \f \r and space, U+0085,
- * U+00A0 and the other White_Space code points. Not JavaScript's trim(), which also trims U+FEFF
- * and keeps U+0085. Every one is a single UTF-16 unit.
- */
-function isGoSpace(code: number): boolean {
-  return (
-    (code >= 0x09 && code <= 0x0d) ||
-    code === 0x20 ||
-    code === 0x85 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000
-  );
-}
-
-/** strings.TrimSpace. */
-export function goTrimSpace(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && isGoSpace(text.charCodeAt(start))) start++;
-  while (end > start && isGoSpace(text.charCodeAt(end - 1))) end--;
-  return start === 0 && end === text.length ? text : text.slice(start, end);
 }
 
 /** The value of `key` in a JSON object (a pod's nodeSelector), only if it is the object's own. */

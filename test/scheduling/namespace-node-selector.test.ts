@@ -6,7 +6,6 @@ import {
   effectiveNamespaceNodeSelector,
   emptyPodNodeSelectorConfig,
   firstNotWhitelisted,
-  goTrimSpace,
   judgeNamespaceNodeSelector,
   mergeNodeSelector,
   namespaceNodeSelectorAnnotation,
@@ -102,13 +101,6 @@ describe('ConvertSelectorToLabelsMap (parseSelectorLabels)', () => {
       assert.equal(parsed.error, row.want);
     });
   }
-
-  it('goTrimSpace trims what strings.TrimSpace trims and nothing else', () => {
-    assert.equal(goTrimSpace(' \t\n\v\f\r\u0085\u00a0\u1680\u2000\u200a\u2028\u2029\u202f\u205f\u3000x y\u3000 '), 'x y');
-    assert.equal(goTrimSpace('\ufeffx\u200b'), '\ufeffx\u200b');
-    assert.equal(goTrimSpace(''), '');
-    assert.equal(goTrimSpace('   '), '');
-  });
 });
 
 describe('labels.Conflicts, isSubset and labels.Merge', () => {
