@@ -5,11 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { Agent, request as httpsRequest } from 'node:https';
+import { Agent } from 'node:https';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
-import { spawnServe } from '../support/serve-process.js';
+import { callServe, spawnServe } from '../support/serve-process.js';
 
 interface Served {
   readonly child: ChildProcessWithoutNullStreams;
@@ -52,27 +52,7 @@ async function startServe(args: readonly string[]): Promise<Served> {
 const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: false });
 
 function call(port: number, path: string, body?: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest(
-      {
-        host: '127.0.0.1',
-        port,
-        path,
-        method: body === undefined ? 'GET' : 'POST',
-        agent,
-        headers: { 'content-type': 'application/json' },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
-        res.on('end', () => {
-          resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(body);
-  });
+  return callServe(agent, port, path, body);
 }
 
 describe('tolerator serve', () => {
