@@ -3,27 +3,13 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { pino } from 'pino';
 import { applyJsonPatch, lineDiff, testCommand } from '../../src/cli/policy-test.js';
+import { runCommand, type CommandResult } from '../support/command-io.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
-async function runTests(argv: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await testCommand(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    readFile: (path) => readFileSync(path, 'utf8'),
-    readBytes: (path) => readFileSync(path),
-    readStdin: () => new Uint8Array(),
-    log: () => pino({ level: 'silent' }),
-  });
-  return { code, stdout, stderr };
+function runTests(argv: readonly string[]): Promise<CommandResult> {
+  return runCommand(testCommand, argv);
 }
 
 /** A temporary test directory holding the shipped cluster state and the given case file. */

@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { pino } from 'pino';
 import { simulateCommand, type PodReport } from '../../src/cli/simulate.js';
+import { runCommand, type CommandResult } from '../support/command-io.js';
 
 const root = join(import.meta.dirname, '..', '..');
 const nodesFile = join(root, 'examples', 'cluster-nodes.yaml');
@@ -11,25 +10,8 @@ const podsFile = join(root, 'examples', 'pods.yaml');
 const gateOn = '--feature-gates=TaintTolerationComparisonOperators=true';
 
 /** Runs the command with in-memory output; `files` shadows the disk for the paths it names. */
-async function simulate(
-  argv: readonly string[],
-  files: Record<string, string> = {},
-): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const code = await simulateCommand(argv, {
-    stdout: (text) => {
-      stdout += text;
-    },
-    stderr: (text) => {
-      stderr += text;
-    },
-    readFile: (path) => files[path] ?? readFileSync(path, 'utf8'),
-    readBytes: (path) => readFileSync(path),
-    readStdin: () => new Uint8Array(),
-    log: () => pino({ level: 'silent' }),
-  });
-  return { code, stdout, stderr };
+function simulate(argv: readonly string[], files: Record<string, string> = {}): Promise<CommandResult> {
+  return runCommand(simulateCommand, argv, files);
 }
 
 async function reports(argv: readonly string[]): Promise<PodReport[]> {
