@@ -250,7 +250,8 @@ describe('tolerator_feature_gate_enabled', () => {
     const cluster = scripted(
       report(undefined, undefined, { metricsProblem: 'down', versionProblem: 'down' }),
       report({ TaintTolerationComparisonOperators: true }, 35),
-      report(undefined, 35, { metricsProblem: 'GET /metrics: HTTP 403' }),
+      // After an upgrade: what /metrics said at 1.35 no longer holds, and the 1.36 default does.
+      report(undefined, 36, { metricsProblem: 'GET /metrics: HTTP 403' }),
     );
     const source = startFeatureGateSource({ explicit: { PodLevelResources: false }, read: cluster.read, logger, ...quiet });
     const metrics = createMetrics({ collectProcessMetrics: false, featureGateState: () => source.resolved() });
