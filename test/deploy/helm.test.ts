@@ -165,6 +165,23 @@ describe('helm template with the defaults', { skip: skipHelm }, () => {
     );
   });
 
+  it('refuses a disruption budget that no replica count can meet while a node drains', () => {
+    // minAvailable equal to the fewest replicas: a drain of a node running one of them waits forever.
+    for (const [args, message] of [
+      [
+        ['--set', 'autoscaling.enabled=false', '--set', 'replicas=1'],
+        /podDisruptionBudget\.minAvailable \(1\) leaves no replica to evict with 1 replica/,
+      ],
+      [['--set', 'autoscaling.minReplicas=1'], /podDisruptionBudget\.minAvailable \(1\) leaves no replica to evict with 1 replica/],
+      [['--set', 'podDisruptionBudget.minAvailable=100%'], /podDisruptionBudget\.minAvailable \(100%\) leaves no replica to evict/],
+    ] as const) {
+      assert.match(templateError(args), message);
+    }
+    // Without the budget, or with room for one eviction, it renders.
+    assert.ok(template(['--set', 'autoscaling.enabled=false', '--set', 'replicas=1', '--set', 'podDisruptionBudget.enabled=false']));
+    assert.ok(template(['--set', 'podDisruptionBudget.minAvailable=50%']));
+  });
+
   it('renders no monitoring object unless asked', () => {
     assert.deepEqual(
       objects.filter((o) => ['ServiceMonitor', 'PrometheusRule'].includes(o.kind) || o.metadata.name.endsWith('-dashboard')),
