@@ -17,6 +17,7 @@ import {
   admissionFlags,
   defaultRefreshInterval,
   minRefreshIntervalSeconds,
+  maxRefreshIntervalHours,
   parseRefreshInterval,
   readAdmissionSettings,
 } from './cli/options.js';
@@ -59,7 +60,7 @@ const serveFlags = {
   'feature-gate-refresh-interval': {
     kind: 'string',
     placeholder: 'DURATION',
-    help: `with a cluster: how often the gates --feature-gates does not set are re-read from the API server's /metrics and /version (default ${defaultRefreshInterval}; 0: only at start; else at least ${minRefreshIntervalSeconds}s)`,
+    help: `with a cluster: how often the gates --feature-gates does not set are re-read from the API server's /metrics and /version (default ${defaultRefreshInterval}; 0: only at start; else ${minRefreshIntervalSeconds}s to ${maxRefreshIntervalHours}h)`,
   },
   'log-level': { kind: 'string', placeholder: 'LEVEL', help: 'debug, info, warn or error (default info)' },
   'shutdown-delay': {

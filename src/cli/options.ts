@@ -100,6 +100,11 @@ export function parseFeatureGates(raw: string | undefined): FeatureGates {
  */
 export const defaultRefreshInterval = '5m';
 export const minRefreshIntervalSeconds = 10;
+/**
+ * 596 h: the longest whole number of hours below 2^31 - 1 ms (596.5 h), the longest delay
+ * setTimeout keeps; above it Node.js fires after 1 ms, and the gates would be re-read back to back.
+ */
+export const maxRefreshIntervalHours = 596;
 
 /** The interval in milliseconds; 0 means "read at start only". */
 export function parseRefreshInterval(raw: string | undefined): number {
@@ -107,6 +112,11 @@ export function parseRefreshInterval(raw: string | undefined): number {
   if (ms !== 0 && ms < minRefreshIntervalSeconds * 1000) {
     throw new UsageError(
       `--feature-gate-refresh-interval must be 0 (read once, at start) or at least ${minRefreshIntervalSeconds}s, got ${raw}`,
+    );
+  }
+  if (!(ms <= maxRefreshIntervalHours * 3_600_000)) {
+    throw new UsageError(
+      `--feature-gate-refresh-interval must be at most ${maxRefreshIntervalHours}h (the longest timer Node.js keeps), got ${raw}`,
     );
   }
   return ms;

@@ -9,14 +9,7 @@
  * cannot be read keeps the last known value (at start, the built-in default).
  */
 import { formatVersion } from '../api/feature-gate-history.js';
-import {
-  clusterGate,
-  gateValues,
-  initialGates,
-  resolveGates,
-  type ResolvedGate,
-  type ResolvedGates,
-} from '../api/feature-gate-resolution.js';
+import { gateValues, initialGates, resolveGates, type ResolvedGate, type ResolvedGates } from '../api/feature-gate-resolution.js';
 import { featureGateNames, type ExplicitFeatureGates, type FeatureGateName, type FeatureGates } from '../api/feature-gates.js';
 import type { ClusterGateReport } from './cluster-feature-gates.js';
 import type { KubeLogger } from './kube-logger.js';
@@ -76,7 +69,12 @@ export function startFeatureGateSource(options: FeatureGateSourceOptions): Featu
   let timer: NodeJS.Timeout | undefined;
   let inFlight: Promise<void> | undefined;
   let lastRead: { at: Date; report: ClusterGateReport } | undefined;
-  /** What the cluster last said about each gate, to warn about a disagreeing flag once per change. */
+  /**
+   * What the cluster says about each gate, whatever the flags: resolved as an unflagged gate is (so
+   * a failed /metrics read keeps its last answer there too), to warn about a disagreeing flag.
+   */
+  let clusterView = initialGates({});
+  /** That answer as last warned about, to warn once per change. */
   const lastClusterAnswer = new Map<FeatureGateName, string>();
   let lastProblems = '';
 
@@ -86,6 +84,7 @@ export function startFeatureGateSource(options: FeatureGateSourceOptions): Featu
 
   const apply = (report: ClusterGateReport): void => {
     const next = resolveGates(explicit, report, resolved);
+    clusterView = resolveGates({}, report, clusterView);
     for (const name of featureGateNames) {
       const before = resolved[name];
       const after = next[name];
@@ -95,7 +94,7 @@ export function startFeatureGateSource(options: FeatureGateSourceOptions): Featu
           `feature gate ${name}=${after.enabled} from ${after.source}${beyondTableNote(after)}`,
         );
       }
-      const cluster = clusterGate(name, report);
+      const cluster = clusterView[name].source === 'default' ? undefined : clusterView[name];
       const answer = cluster === undefined ? '' : `${cluster.enabled}/${cluster.source}`;
       if (answer !== (lastClusterAnswer.get(name) ?? '')) {
         lastClusterAnswer.set(name, answer);

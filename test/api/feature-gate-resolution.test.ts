@@ -86,6 +86,30 @@ describe('resolveGates', () => {
       expected: { TaintTolerationComparisonOperators: 'true/cluster-metrics', PodLevelResources: 'false/cluster-version' },
     },
     {
+      // A /metrics read that failed this time (a timeout, a body over the cap, a 503) says nothing
+      // new about an API server of the same version: the value it last reported is an
+      // observation, the version's default a guess, which would flip the gate until the next read.
+      name: '/metrics unreadable again at the version it was read at: the value /metrics last reported stays',
+      explicit: {},
+      reading: { metrics: undefined, version: v(33) },
+      previous: resolveGates({}, { metrics: new Map([['PodLevelResources', true]]), version: v(33) }, initialGates({})),
+      expected: { TaintTolerationComparisonOperators: 'false/cluster-version', PodLevelResources: 'true/cluster-metrics' },
+    },
+    {
+      name: '/metrics unreadable after an upgrade: the new version’s default, not what the old server reported',
+      explicit: {},
+      reading: { metrics: undefined, version: v(34) },
+      previous: resolveGates({}, { metrics: new Map([['PodLevelResources', false]]), version: v(33) }, initialGates({})),
+      expected: { TaintTolerationComparisonOperators: 'false/cluster-version', PodLevelResources: 'true/cluster-version' },
+    },
+    {
+      name: '/metrics unreadable, and the version it was read at unknown: the version default',
+      explicit: {},
+      reading: { metrics: undefined, version: v(34) },
+      previous: resolveGates({}, { metrics: new Map([['PodLevelResources', false]]), version: undefined }, initialGates({})),
+      expected: { TaintTolerationComparisonOperators: 'false/cluster-version', PodLevelResources: 'true/cluster-version' },
+    },
+    {
       name: '/metrics without a gate and no version: that gate keeps its last value',
       explicit: {},
       reading: { metrics: new Map([['PodLevelResources', false]]), version: undefined },

@@ -54,4 +54,12 @@ describe('parseRefreshInterval', () => {
     assert.equal(parseRefreshInterval('10s'), 10_000);
     assert.throws(() => parseRefreshInterval('9s'), /must be 0 \(read once, at start\) or at least 10s, got 9s/);
   });
+
+  // setTimeout fires after 1 ms for any delay above 2^31 - 1 ms (TimeoutOverflowWarning): a month
+  // meant as "almost never" would re-read the API server's /metrics back to back.
+  it('refuses an interval longer than the longest timer Node.js keeps (2^31 - 1 ms, 596 h)', () => {
+    assert.equal(parseRefreshInterval('596h'), 596 * 3_600_000);
+    assert.throws(() => parseRefreshInterval('720h'), /must be at most 596h \(the longest timer Node\.js keeps\), got 720h/);
+    assert.throws(() => parseRefreshInterval('99999999999999999999h'), /must be at most 596h/);
+  });
 });

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
 import { Deployment } from 'kubernetes-models/apps/v1';
 import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1';
@@ -162,6 +163,23 @@ describe('helm template with the defaults', { skip: skipHelm }, () => {
       templateError(['--set', 'autoscaling.minReplicas=6']),
       /autoscaling\.minReplicas \(6\) is above autoscaling\.maxReplicas \(5\)/,
     );
+  });
+
+  it('refuses a disruption budget that no replica count can meet while a node drains', () => {
+    // minAvailable equal to the fewest replicas: a drain of a node running one of them waits forever.
+    for (const [args, message] of [
+      [
+        ['--set', 'autoscaling.enabled=false', '--set', 'replicas=1'],
+        /podDisruptionBudget\.minAvailable \(1\) leaves no replica to evict with 1 replica/,
+      ],
+      [['--set', 'autoscaling.minReplicas=1'], /podDisruptionBudget\.minAvailable \(1\) leaves no replica to evict with 1 replica/],
+      [['--set', 'podDisruptionBudget.minAvailable=100%'], /podDisruptionBudget\.minAvailable \(100%\) leaves no replica to evict/],
+    ] as const) {
+      assert.match(templateError(args), message);
+    }
+    // Without the budget, or with room for one eviction, it renders.
+    assert.ok(template(['--set', 'autoscaling.enabled=false', '--set', 'replicas=1', '--set', 'podDisruptionBudget.enabled=false']));
+    assert.ok(template(['--set', 'podDisruptionBudget.minAvailable=50%']));
   });
 
   it('renders no monitoring object unless asked', () => {
@@ -394,6 +412,40 @@ describe('helm template under another release name and namespace', { skip: skipH
   });
 });
 
+describe('helm template into the default namespace', { skip: skipHelm }, () => {
+  it('refuses it: the release namespace is never reviewed, and the pods of default would escape every rule', () => {
+    // `helm install` without --namespace installs into default.
+    const run = runHelm(['template', RELEASE, CHART_DIR, '--kube-version', KUBE_VERSION]);
+    assert.notEqual(run.status, 0, 'helm template rendered a release in default');
+    assert.match(run.stderr, /the release namespace is never reviewed, and "default" holds ordinary workloads/);
+  });
+});
+
+describe('helm template with an opt-out label YAML would read as another value', { skip: skipHelm }, () => {
+  it('writes it as a string: the key `yes` stays the label yes, not YAML 1.1’s boolean true', () => {
+    const run = runHelm([
+      'template',
+      RELEASE,
+      CHART_DIR,
+      '--namespace',
+      NAMESPACE,
+      '--kube-version',
+      KUBE_VERSION,
+      '--set',
+      'webhooks.optOutLabel=yes',
+    ]);
+    assert.equal(run.status, 0, run.stderr);
+    // kubectl and the API server read YAML 1.1 (sigs.k8s.io/yaml), where a bare yes is true.
+    const webhooks = parseAllDocuments(run.stdout, { version: '1.1' })
+      .map((document) => document.toJS() as KubeObject | null)
+      .filter((object) => object !== null && object.kind.endsWith('WebhookConfiguration'));
+    assert.equal(webhooks.length, 2);
+    for (const configuration of webhooks) {
+      assert.equal(at(configuration!, 'webhooks.0.namespaceSelector.matchExpressions.1.key'), 'yes');
+    }
+  });
+});
+
 describe('values.schema.json', { skip: skipHelm }, () => {
   for (const [what, set, message] of [
     ['a typo at the top level', 'replica=3', /Additional property replica is not allowed/],
@@ -422,6 +474,8 @@ describe('values.schema.json', { skip: skipHelm }, () => {
     ['a log level the server refuses', 'logLevel=verbose', /logLevel must be one of the following/],
     ['an image digest that is not one', 'image.digest=latest', /image\.digest: Does not match pattern/],
     ['a typo in a toleration', 'tolerations[0].operater=Exists', /tolerations\.0: Additional property operater is not allowed/],
+    // Rendered as YAML, `a #b` would be the key `a` (the rest a comment): another label than asked for.
+    ['an opt-out label that is no label key', 'webhooks.optOutLabel=a #b', /webhooks\.optOutLabel: Does not match pattern/],
   ] as const) {
     it(`refuses ${what} in helm template, helm lint and (the same check) helm install`, () => {
       assert.match(templateError(['--set', set]), message);

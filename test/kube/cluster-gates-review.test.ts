@@ -27,9 +27,13 @@ interface Served {
   readonly app: ReturnType<typeof createApp>;
 }
 
-/** The app as serve composes it, its gates read from a fake API server; `args` are tolerator's flags. */
-async function served(t: TestContext, args: readonly string[] = []): Promise<Served> {
+/**
+ * The app as serve composes it, its gates read from a fake API server; `args` are tolerator's
+ * flags, `prepare` sets the fake's answers before the first read.
+ */
+async function served(t: TestContext, args: readonly string[] = [], prepare?: (fake: FakeApiServer) => void): Promise<Served> {
   const fake = await FakeApiServer.start();
+  prepare?.(fake);
   const settings = readAdmissionSettings(parseFlags(args, admissionFlags));
   const source = startFeatureGateSource({
     explicit: settings.explicitGates,
@@ -89,10 +93,10 @@ describe('feature gates read from the cluster, in reviews', () => {
   });
 
   it('falls back to the version default when /metrics is refused (403): v1.35 has the gate, alpha and off', async (t) => {
-    const { fake, source, app } = await served(t);
-    fake.requireMetricsToken('only-for-admins');
-    fake.answerVersion({ kind: 'info', info: versionInfo('v1.35.2-eks-4a7b1c3') });
-    await source.refresh();
+    const { source, app } = await served(t, [], (fake) => {
+      fake.requireMetricsToken('only-for-admins');
+      fake.answerVersion({ kind: 'info', info: versionInfo('v1.35.2-eks-4a7b1c3') });
+    });
 
     assert.equal((await validate(app)).status?.message, apiServerMessage);
     assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'cluster-version');
@@ -115,12 +119,32 @@ describe('feature gates read from the cluster, in reviews', () => {
   });
 
   it('falls back to the version when /metrics answers garbage, and still answers reviews', async (t) => {
-    const { fake, source, app } = await served(t);
-    fake.answerMetrics({ kind: 'text', text: Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 256)).toString('latin1') });
-    await source.refresh();
+    const garbage = Buffer.from(Array.from({ length: 200_000 }, (_, i) => (i * 7919) % 256)).toString('latin1');
+    const { source, app } = await served(t, [], (fake) => {
+      fake.answerMetrics({ kind: 'text', text: garbage });
+    });
 
     assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'cluster-version');
     assert.equal((await validate(app)).status?.message, apiServerMessage);
+  });
+
+  it('keeps the answer /metrics gave while a later read of it fails at the same version, and takes the default after an upgrade', async (t) => {
+    const { fake, source, app } = await served(t);
+    fake.reportFeatureGates({ TaintTolerationComparisonOperators: true, PodLevelResources: true });
+    await source.refresh();
+    assert.equal((await validate(app)).allowed, true);
+
+    // The API server, still v1.35 with the alpha gate switched on by its flags, fails one read.
+    fake.answerMetrics({ kind: 'status', code: 503 });
+    await source.refresh();
+    assert.equal((await validate(app)).allowed, true);
+    assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'cluster-metrics');
+
+    // Upgraded to v1.36 (the gate still alpha and off by default), /metrics still unreadable.
+    fake.answerVersion({ kind: 'info', info: versionInfo('v1.36.0') });
+    await source.refresh();
+    assert.equal((await validate(app)).status?.message, apiServerMessage);
+    assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'cluster-version');
   });
 
   it('keeps an explicit --feature-gates value against the cluster', async (t) => {

@@ -66,6 +66,9 @@ clientConfig:
 {{- end -}}
 
 {{- define "tolerator.webhookSelectors" -}}
+{{- if eq .Release.Namespace "default" }}
+{{- fail "the release namespace is never reviewed, and \"default\" holds ordinary workloads: install into a namespace of its own (--namespace tolerator-system)" }}
+{{- end }}
 namespaceSelector:
   matchExpressions:
     # Never reviewed, so that failurePolicy Fail cannot lock the cluster or tolerator itself out.
@@ -73,7 +76,7 @@ namespaceSelector:
       operator: NotIn
       values:
         {{- toYaml (concat (list "kube-system" "kube-node-lease" .Release.Namespace) .Values.webhooks.excludedNamespaces | uniq) | nindent 8 }}
-    - key: {{ .Values.webhooks.optOutLabel }}
+    - key: {{ .Values.webhooks.optOutLabel | quote }}
       operator: NotIn
       values: ["true"]
 matchConditions:
