@@ -15,6 +15,7 @@ import { AdmissionError } from './admission/errors.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import {
   admissionFlags,
+  checkShutdownSeconds,
   defaultRefreshInterval,
   minRefreshIntervalSeconds,
   maxRefreshIntervalHours,
@@ -159,6 +160,8 @@ async function serve(argv: readonly string[]): Promise<number> {
   const logger = createLogger(str('log-level'));
   const settings = readAdmissionSettings(flags);
   const refreshIntervalMs = parseRefreshInterval(str('feature-gate-refresh-interval'));
+  const delayMs = checkShutdownSeconds('shutdown-delay', int('shutdown-delay', 5)) * 1000;
+  const graceMs = checkShutdownSeconds('shutdown-grace', int('shutdown-grace', 15)) * 1000;
   // Read before anything starts watching, so that a bad file ends the process at once.
   const clientCaFile = str('client-ca-file');
   const clientCa = clientCaFile === undefined ? undefined : { bundle: await readClientCaFlag(clientCaFile), file: clientCaFile };
@@ -282,8 +285,6 @@ async function serve(argv: readonly string[]): Promise<number> {
     const shutdown = (signal: string): void => {
       if (shuttingDown) return;
       shuttingDown = true;
-      const delayMs = int('shutdown-delay', 5) * 1000;
-      const graceMs = int('shutdown-grace', 15) * 1000;
       logger.info({ signal, delayMs, graceMs }, 'shutting down: readiness off, draining');
       setTimeout(() => {
         void server.close(graceMs).then(async () => {

@@ -122,6 +122,20 @@ export function parseRefreshInterval(raw: string | undefined): number {
   return ms;
 }
 
+/**
+ * 2,147,483 s: the longest whole number of seconds within 2^31 - 1 ms, the longest delay
+ * setTimeout keeps; a longer `--shutdown-delay` or `--shutdown-grace` would fire after 1 ms.
+ */
+export const maxShutdownSeconds = 2_147_483;
+
+/** `--shutdown-delay` / `--shutdown-grace` in seconds: refused below 0 or beyond the longest timer. */
+export function checkShutdownSeconds(flag: 'shutdown-delay' | 'shutdown-grace', seconds: number): number {
+  if (!(seconds >= 0 && seconds <= maxShutdownSeconds)) {
+    throw new UsageError(`--${flag} must be between 0 and ${maxShutdownSeconds} seconds (the longest timer Node.js keeps), got ${seconds}`);
+  }
+  return seconds;
+}
+
 function list(raw: string | undefined): string[] {
   return (raw ?? '')
     .split(',')

@@ -1,7 +1,13 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseFlags, UsageError } from '../../src/cli/flags.js';
-import { admissionFlags, parseFeatureGates, readAdmissionSettings } from '../../src/cli/options.js';
+import {
+  admissionFlags,
+  checkShutdownSeconds,
+  maxShutdownSeconds,
+  parseFeatureGates,
+  readAdmissionSettings,
+} from '../../src/cli/options.js';
 import { allPluginNames, selectPlugins } from '../../src/plugins/registry.js';
 
 describe('flags in kube-apiserver style', () => {
@@ -124,5 +130,18 @@ describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-
       () => readAdmissionSettings(parseFlags(['--default-not-ready-toleration-seconds=9007199254740992'], admissionFlags)),
       /beyond what a JSON number carries exactly/,
     );
+  });
+});
+
+describe('--shutdown-delay and --shutdown-grace', () => {
+  it('take 0 up to the longest timer Node.js keeps (2^31 - 1 ms), and refuse what lies outside', () => {
+    assert.equal(checkShutdownSeconds('shutdown-delay', 0), 0);
+    assert.equal(checkShutdownSeconds('shutdown-grace', maxShutdownSeconds), maxShutdownSeconds);
+    assert.ok(maxShutdownSeconds * 1000 <= 2 ** 31 - 1 && (maxShutdownSeconds + 1) * 1000 > 2 ** 31 - 1);
+    assert.throws(
+      () => checkShutdownSeconds('shutdown-grace', maxShutdownSeconds + 1),
+      /--shutdown-grace must be between 0 and 2147483 seconds/,
+    );
+    assert.throws(() => checkShutdownSeconds('shutdown-delay', -1), /--shutdown-delay must be between 0 and 2147483 seconds .*got -1/);
   });
 });
