@@ -11,7 +11,7 @@
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditJson, auditTable, type AuditResult } from '../audit/audit-summary.js';
+import { auditJson, auditTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import type { Namespace, Node } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
@@ -122,7 +122,7 @@ export async function auditCommand(argv: readonly string[], io: CommandIo): Prom
   }
   io.stdout(output === 'json' ? auditJson(result) : auditTable(result));
   for (const pod of result.undecided) {
-    io.stderr(`tolerator audit: could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}\n`);
+    io.stderr(`tolerator audit: ${terminalSafe(`could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
   }
   if (result.undecided.length > 0) return 2;
   return result.violations.length > 0 ? 1 : 0;
@@ -135,7 +135,7 @@ interface AuditSource {
 
 function fileSource(file: string, io: CommandIo): AuditSource {
   const state = parseClusterState(io.readFile(file), file, { readPods: true });
-  for (const warning of state.warnings) io.stderr(`tolerator audit: ${warning}\n`);
+  for (const warning of state.warnings) io.stderr(`tolerator audit: ${terminalSafe(warning)}\n`);
   if (state.pods.length === 0)
     throw new UsageError(`${file}: no v1 Pod found (kubectl get namespaces,nodes,pods -A -o yaml writes all three)`);
   return { pages: podsAsOnePage(state.pods), facts: staticClusterFacts(state) };
