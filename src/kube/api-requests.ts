@@ -22,12 +22,20 @@ export type ApiRequest = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: strin
 
 /**
  * 60 s: kube-apiserver's own default request timeout (--request-timeout 1m), after which it ends
- * a request itself; a page that has not arrived by then will not.
+ * a request itself; a page that has not arrived by then will not. It bounds the whole request,
+ * not only the socket's idle time: a body trickling in a byte at a time is never idle, and would
+ * hold a run of the audit on one page for ever.
  */
 const requestTimeoutMs = 60_000;
 
+export interface ApiRequestOptions {
+  /** The deadline of one request, from its start to the end of its body (default 60 s; tests shorten it). */
+  readonly timeoutMs?: number;
+}
+
 /** Requests against the current cluster of `kubeConfig`; credentials are applied anew to each (tokens rotate). */
-export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
+export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestOptions = {}): ApiRequest {
+  const timeoutMs = apiOptions.timeoutMs ?? requestTimeoutMs;
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig names no current cluster');
   const server = cluster.server.replace(/\/+$/, '');
@@ -40,11 +48,15 @@ export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
         Accept: 'application/json',
         ...(text === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }),
       },
-      timeout: requestTimeoutMs,
+      timeout: timeoutMs,
     };
     await kubeConfig.applyToHTTPSOptions(options);
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-    return new Promise<ApiResponse>((resolve, reject) => {
+    let deadline: NodeJS.Timeout | undefined;
+    const response = new Promise<ApiResponse>((resolve, reject) => {
+      deadline = setTimeout(() => {
+        req.destroy(new Error(`${method} ${path}: no complete response within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         let ended = false;
@@ -65,9 +77,12 @@ export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
           if (!ended) reject(new Error(`${method} ${path}: the connection closed before the response was complete`));
         });
       });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no response within ${requestTimeoutMs / 1000} s`)));
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no data for ${timeoutMs / 1000} s`)));
       req.on('error', reject);
       req.end(text);
+    });
+    return response.finally(() => {
+      clearTimeout(deadline);
     });
   };
 }
