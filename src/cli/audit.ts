@@ -86,6 +86,12 @@ export function readExclusion(flags: ParsedFlags): NamespaceExclusion {
  */
 const cliPageSize = 500;
 const cliRequestsPerSecond = 5;
+/**
+ * 16 MiB: a page of 500 ordinary pods (3 to 8 KB each) is at most 4 MB; a larger page, of pods a
+ * tenant made huge (up to etcd's 1.5 MiB each), is asked for again in smaller pages
+ * (src/kube/paged-list.ts), so the command holds tens of MiB of page at a time, not 750 MB.
+ */
+const cliMaxPageBytes = 16 * 1024 * 1024;
 
 export async function auditCommand(argv: readonly string[], io: CommandIo): Promise<number> {
   let result: AuditResult;
@@ -158,7 +164,7 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     last = Date.now();
   };
-  const options = { pageSize: cliPageSize, maxRestarts: defaultMaxRestarts, pause };
+  const options = { pageSize: cliPageSize, maxPageBytes: cliMaxPageBytes, maxRestarts: defaultMaxRestarts, pause };
   const listAll = async <T>(path: string): Promise<T[]> => {
     let all: T[] = [];
     await listInPages(request, path, options, {

@@ -18,7 +18,27 @@ export interface ApiResponse {
   readonly body: unknown;
 }
 
-export type ApiRequest = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) => Promise<ApiResponse>;
+export interface ApiRequestLimits {
+  /** A response body longer than this is not read to its end: the request fails with ResponseTooLarge. */
+  readonly maxBodyBytes?: number;
+}
+
+export type ApiRequest = (
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  path: string,
+  body?: unknown,
+  limits?: ApiRequestLimits,
+) => Promise<ApiResponse>;
+
+/** A response body over the request's maxBodyBytes: the caller may ask for less (a smaller page). */
+export class ResponseTooLarge extends Error {
+  constructor(
+    what: string,
+    readonly maxBytes: number,
+  ) {
+    super(`${what}: the response is more than ${maxBytes} bytes`);
+  }
+}
 
 /**
  * 60 s: kube-apiserver's own default request timeout (--request-timeout 1m), after which it ends
@@ -39,7 +59,8 @@ export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestO
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig names no current cluster');
   const server = cluster.server.replace(/\/+$/, '');
-  return async (method, path, body) => {
+  return async (method, path, body, limits = {}) => {
+    const maxBodyBytes = limits.maxBodyBytes ?? Infinity;
     const url = new URL(`${server}${path}`);
     const text = body === undefined ? undefined : JSON.stringify(body);
     const options: RequestOptions = {
@@ -60,7 +81,20 @@ export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestO
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         let ended = false;
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let bytes = 0;
+        const tooLarge = (): void => {
+          req.destroy(new ResponseTooLarge(`${method} ${path}`, maxBodyBytes));
+        };
+        if (Number(res.headers['content-length'] ?? 0) > maxBodyBytes) {
+          tooLarge();
+          return;
+        }
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          // Stop reading before the body is held: a page of huge pods must not fill the memory reviews are answered with.
+          if (bytes > maxBodyBytes) tooLarge();
+          else chunks.push(chunk);
+        });
         res.on('end', () => {
           ended = true;
           const raw = Buffer.concat(chunks).toString('utf8');

@@ -11,13 +11,18 @@
  * items in all.
  */
 import { isJsonObject } from '../api/types.js';
-import { describeFailure, type ApiRequest } from './api-requests.js';
+import { describeFailure, ResponseTooLarge, type ApiRequest } from './api-requests.js';
 
 export interface PagedListOptions {
   /** Items per page (`limit`). */
   readonly pageSize: number;
   /** How many times a list whose continue token expired starts over before it fails. */
   readonly maxRestarts: number;
+  /**
+   * A page whose body is longer is asked for again with half the limit, down to one item; the
+   * limit doubles back towards pageSize after each page that fits. Default: no bound.
+   */
+  readonly maxPageBytes?: number;
   /** How many items one list attempt may return before it fails (default defaultMaxItems). */
   readonly maxItems?: number;
   /** Awaited before every page request but the first: the caller's rate bound. */
@@ -57,11 +62,20 @@ export async function listInPages(request: ApiRequest, path: string, options: Pa
   let first = true;
   let items = 0;
   const maxItems = options.maxItems ?? defaultMaxItems;
+  let limit = options.pageSize;
   for (;;) {
     if (!first) await options.pause();
     first = false;
-    const query = `limit=${options.pageSize}${token === undefined ? '' : `&continue=${encodeURIComponent(token)}`}`;
-    const response = await request('GET', `${path}${separator}${query}`);
+    const query = `limit=${limit}${token === undefined ? '' : `&continue=${encodeURIComponent(token)}`}`;
+    let response;
+    try {
+      response = await request('GET', `${path}${separator}${query}`, undefined, { maxBodyBytes: options.maxPageBytes });
+    } catch (error) {
+      if (!(error instanceof ResponseTooLarge)) throw error;
+      if (limit === 1) throw new Error(`listing ${path}: one item is more than ${error.maxBytes} bytes`, { cause: error });
+      limit = Math.max(1, Math.floor(limit / 2));
+      continue;
+    }
     if (response.status === 410 && token !== undefined) {
       if (restarts >= options.maxRestarts) {
         throw new Error(`listing ${path}: the continue token expired (410 Gone) ${restarts + 1} times; giving up until the next run`);
@@ -80,6 +94,7 @@ export async function listInPages(request: ApiRequest, path: string, options: Pa
       throw new Error(`listing ${path}: more than ${maxItems} items (a list that does not end); giving up until the next run`);
     }
     await handlers.onPage(body.items as unknown[]);
+    limit = Math.min(options.pageSize, limit * 2);
     const next = isJsonObject(body.metadata) ? body.metadata.continue : undefined;
     if (typeof next !== 'string' || next === '') return;
     // A token names the position after the page it ends; the same one again would be the same page forever.

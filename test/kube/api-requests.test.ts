@@ -8,15 +8,25 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { KubeConfig } from '@kubernetes/client-node';
-import { createApiRequest } from '../../src/kube/api-requests.js';
+import { createApiRequest, ResponseTooLarge } from '../../src/kube/api-requests.js';
 
 describe('createApiRequest against a slow API server', () => {
   const open = new Set<ServerResponse>();
   const timers = new Set<NodeJS.Timeout>();
-  const server = createServer((_req, res) => {
+  const server = createServer((req, res) => {
     open.add(res);
     res.writeHead(200, { 'Content-Type': 'application/json' });
     res.write('{"kind":"PodList","items":[');
+    if (req.url?.startsWith('/flood') === true) {
+      // A body without end, as fast as the socket takes it.
+      const flood = (): void => {
+        while (res.write(`{"metadata":{"name":"${'x'.repeat(1_000)}"}},`));
+        res.once('drain', flood);
+      };
+      flood();
+      res.on('close', () => open.delete(res));
+      return;
+    }
     // A byte every 10 ms: the connection is never idle for long, and the body never ends.
     const timer = setInterval(() => res.write(' '), 10);
     timers.add(timer);
@@ -48,4 +58,17 @@ describe('createApiRequest against a slow API server', () => {
     const request = createApiRequest(kubeConfig, { timeoutMs: 200 });
     await assert.rejects(request('GET', '/api/v1/pods?limit=100'), /GET \/api\/v1\/pods\?limit=100: no complete response within 0\.2 s/);
   });
+
+  it(
+    'a body over maxBodyBytes fails with ResponseTooLarge once that many bytes arrived, without reading the rest',
+    { timeout: 20_000 },
+    async () => {
+      const request = createApiRequest(kubeConfig);
+      await assert.rejects(request('GET', '/flood?limit=100', undefined, { maxBodyBytes: 100_000 }), (error: unknown) => {
+        assert.ok(error instanceof ResponseTooLarge);
+        assert.equal(error.message, 'GET /flood?limit=100: the response is more than 100000 bytes');
+        return true;
+      });
+    },
+  );
 });

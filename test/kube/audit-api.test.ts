@@ -214,6 +214,32 @@ describe('the audit against an API server', () => {
       assert.doesNotMatch(text, /tolerator_audit_report_writes_total\{result="failure"\}/);
     });
 
+    it('pages over maxPageBytes are listed again in smaller pages: the run completes with the same findings', async () => {
+      const whole = createMetrics({ collectProcessMetrics: false });
+      const small = createMetrics({ collectProcessMetrics: false });
+      const run = (metrics: typeof whole, maxPageBytes: number) =>
+        createPeriodicAudit({
+          intervalMs: 3_600_000,
+          request: createApiRequest(fake.kubeConfig()),
+          facts,
+          settings: () => settings,
+          metrics,
+          logger: silent,
+          now: () => 1_700_000_000_000,
+          pace: { ...pace, maxPageBytes },
+        }).runOnce();
+      assert.equal(await run(whole, 100 * 1024 * 1024), 'completed');
+      const pagesBefore = fake.podPagesServedCount;
+      // Room for the largest pod and the list around it: a page of one always fits, most of four do not.
+      const largest = Math.max(...allAuditPods().map((pod) => JSON.stringify(pod).length));
+      assert.equal(await run(small, largest + 512), 'completed');
+      assert.ok(fake.podPagesServedCount - pagesBefore > Math.ceil(allAuditPods().length / pace.pageSize));
+      assert.equal(
+        await small.registry.getSingleMetricAsString('tolerator_audit_violations'),
+        await whole.registry.getSingleMetricAsString('tolerator_audit_violations'),
+      );
+    });
+
     it('a run cut mid-list leaves the previous metrics, counts the failure, and the next run publishes anew', async () => {
       const metrics = createMetrics({ collectProcessMetrics: false });
       let clock = 1_700_000_000_000;

@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { ApiRequest } from '../../src/kube/api-requests.js';
+import { ResponseTooLarge, type ApiRequest } from '../../src/kube/api-requests.js';
 import { listInPages } from '../../src/kube/paged-list.js';
 
 const noPause = (): Promise<void> => Promise.resolve();
@@ -63,5 +63,74 @@ describe('listInPages against a list that never ends', () => {
     );
     assert.equal(items, 8);
     assert.equal(server.requests(), 3);
+  });
+});
+
+describe('listInPages against pages too large to hold', () => {
+  /**
+   * 30 pods; those named in `huge` are 1,000 bytes of JSON, the others 100. The server honours
+   * `limit` and `continue` (an offset) and refuses, as createApiRequest does, a body over the
+   * caller's maxBodyBytes.
+   */
+  function sizedServer(huge: ReadonlySet<number>): { request: ApiRequest; limits: number[] } {
+    const limits: number[] = [];
+    const pods = Array.from({ length: 30 }, (_, i) => ({
+      metadata: { name: `p${i}`, namespace: 'ns' },
+      pad: 'x'.repeat(huge.has(i) ? 1_000 : 100),
+    }));
+    const request: ApiRequest = (_method, path, _body, options) => {
+      const query = new URLSearchParams(path.slice(path.indexOf('?') + 1));
+      const limit = Number(query.get('limit'));
+      const from = Number(query.get('continue') ?? 0);
+      limits.push(limit);
+      const items = pods.slice(from, from + limit);
+      const next = from + limit < pods.length ? String(from + limit) : undefined;
+      const body = { kind: 'PodList', metadata: next === undefined ? {} : { continue: next }, items };
+      const bytes = JSON.stringify(body).length;
+      if (options?.maxBodyBytes !== undefined && bytes > options.maxBodyBytes) {
+        return Promise.reject(new ResponseTooLarge(`GET ${path}`, options.maxBodyBytes));
+      }
+      return Promise.resolve({ status: 200, body });
+    };
+    return { request, limits };
+  }
+
+  it('a page over maxPageBytes is asked for again with half the limit, down to one pod, and the limit grows back after', async () => {
+    const server = sizedServer(new Set([12, 13]));
+    const names: string[] = [];
+    await listInPages(
+      server.request,
+      '/api/v1/pods',
+      { pageSize: 8, maxRestarts: 3, maxPageBytes: 1_500, pause: noPause },
+      {
+        onPage: (items) => {
+          for (const item of items) names.push((item as { metadata: { name: string } }).metadata.name);
+        },
+        onRestart: () => undefined,
+      },
+    );
+    assert.deepEqual(
+      names,
+      Array.from({ length: 30 }, (_, i) => `p${i}`),
+    );
+    // p0-p7 fit in 8; p8-p15 (with p12 and p13) does not, p8-p11 does; p12-p19, p12-p15 and p12-p13 do not,
+    // p12 alone does; then the limit doubles back: p13-p14, p15-p18, p19-p26, p27-p29.
+    assert.deepEqual(server.limits, [8, 8, 4, 8, 4, 2, 1, 2, 4, 8, 8]);
+  });
+
+  it('one pod over maxPageBytes fails the list: it cannot be split further', async () => {
+    const server = sizedServer(new Set([3]));
+    await assert.rejects(
+      listInPages(
+        server.request,
+        '/api/v1/pods',
+        { pageSize: 8, maxRestarts: 3, maxPageBytes: 900, pause: noPause },
+        {
+          onPage: () => undefined,
+          onRestart: () => undefined,
+        },
+      ),
+      /more than 900 bytes/,
+    );
   });
 });
