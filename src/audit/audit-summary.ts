@@ -100,8 +100,10 @@ export function auditJson(result: AuditResult): string {
  */
 export function auditTable(result: AuditResult): string {
   const { summary } = result;
+  // An undecided pod is counted as audited, yet no rule judged it: say so, or "No violations" would claim it is clean.
+  const undecided = summary.undecided === 0 ? '' : `; ${summary.undecided} pods could not be judged (see stderr)`;
   if (result.violations.length === 0) {
-    return `No violations in ${summary.audited} pods audited.\n`;
+    return `No violations in ${summary.audited} pods audited${undecided}.\n`;
   }
   const header = ['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'];
   const rows = result.violations.map((violation) =>
@@ -116,7 +118,7 @@ export function auditTable(result: AuditResult): string {
       .join('   ')
       .trimEnd();
   const pods = new Set(result.violations.map((violation) => `${violation.namespace}/${violation.name}`)).size;
-  return `${[header, ...rows].map(line).join('\n')}\n\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited.\n`;
+  return `${[header, ...rows].map(line).join('\n')}\n\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${undecided}.\n`;
 }
 
 /**

@@ -109,6 +109,18 @@ describe('tolerator audit --cluster-state FILE', () => {
     assert.equal((JSON.parse(json.stdout) as JsonOutput).violations[0]?.name, 'p\u001b[2Jx\ny\tz\u009b');
   });
 
+  it('the table does not say "No violations" when a pod could not be judged: it counts the undecided pods', async () => {
+    const undecided = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'q', namespace: 'shared' }, spec: { tolerations: 'all' } };
+    const state = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, undecided] });
+    const { code, stdout } = await audit(['--cluster-state', stateFile], { [stateFile]: state });
+    assert.equal(code, 2);
+    assert.equal(stdout, 'No violations in 1 pods audited; 1 pods could not be judged (see stderr).\n');
+    const pod = storedPod({ namespace: 'shared', name: 'pending', tolerations: [] });
+    const both = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, pod, undecided] });
+    const table = await audit(['--cluster-state', stateFile], { [stateFile]: both });
+    assert.match(table.stdout, /\n2 violations in 1 of 2 pods audited; 1 pods could not be judged \(see stderr\)\.\n$/);
+  });
+
   it('exit code 0 and one line when nothing is found', async () => {
     const pod = storedPod({
       namespace: 'shared',
