@@ -181,6 +181,12 @@ describe('tolerator audit --cluster-state FILE', () => {
       stderr: /could not judge pod "shared\/p": .*spec\.tolerations/,
     },
     {
+      name: 'a pod whose namespace is not a string (not taken for default)',
+      argv: ['--cluster-state', stateFile],
+      files: { [stateFile]: JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 5 }, spec: {} }) },
+      stderr: /^tolerator audit: \/virtual\/cluster-state\.json: document 1: Pod "p" has a metadata\.namespace that is not a string\n$/,
+    },
+    {
       name: 'a policy directory that does not load',
       argv: ['--cluster-state', stateFile, '--policies', '/nonexistent'],
       stderr: /--policies \/nonexistent/,
