@@ -6,7 +6,8 @@
  *
  * It never slows admission, which shares the one thread:
  * - pods are listed in pages of `pageSize` (never one giant list, never a cache of every pod), one
- *   page in memory at a time, at most `requestsPerSecond` requests;
+ *   page in memory at a time, at most `requestsPerSecond` requests (a live read of a node the
+ *   informers lack included);
  * - between pods, once `sliceMs` of work has been done, the run yields to the event loop
  *   (setImmediate), so a review that arrived meanwhile waits at most about that long;
  * - runs never overlap: the next one is scheduled an interval after the previous one ended.
@@ -110,6 +111,21 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
     lastRequest = clock();
   };
 
+  // A node the informers' cache lacks is read live (informers.ts): a request like a page, so it
+  // waits its turn. A stored pod may name any node, existing or not, and a tenant chooses how many
+  // names its pods carry; unpaced, a run would send one read per name as fast as they come back.
+  // Namespaces need no pace: every pod's namespace exists, and the cache lacks only a new one.
+  const pacedFacts: Pick<ClusterFacts, 'getNamespace' | 'readNode' | 'knowsNodes'> = {
+    getNamespace: (name) => options.facts.getNamespace(name),
+    readNode: async (name) => {
+      const cached = options.facts.getNode(name);
+      if (cached !== undefined) return cached;
+      await pause();
+      return options.facts.readNode(name);
+    },
+    knowsNodes: options.facts.knowsNodes,
+  };
+
   async function runOnce(): Promise<'completed' | 'failed'> {
     const started = clock();
     let sliceStart = clock();
@@ -124,7 +140,7 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
             { pageSize: pace.pageSize, maxPageBytes: pace.maxPageBytes, maxRestarts: defaultMaxRestarts, pause },
             handlers,
           ),
-        options.facts,
+        pacedFacts,
         options.settings(),
         {
           shouldYield: () => clock() - sliceStart >= pace.sliceMs,

@@ -240,6 +240,40 @@ describe('the audit against an API server', () => {
       );
     });
 
+    it("a node the informer cache lacks is read live at the audit's pace, not once per pod as fast as the API server answers", async () => {
+      // Pods bound to nodes that do not exist (created before tolerator, or where no policy refuses
+      // them): each name is one live read, and a tenant chooses how many names there are.
+      const missing = new Set(['ghost-1', 'ghost-2', 'ghost-3', 'ghost-4', 'ghost-5']);
+      const pods = [...missing].map((node) => storedPod({ namespace: 'shared', name: `on-${node}`, node }));
+      const reads: number[] = [];
+      const counting = {
+        ...facts,
+        readNode: (name: string) => {
+          if (missing.has(name)) reads.push(performance.now());
+          return facts.readNode(name);
+        },
+      };
+      const rate = 20;
+      const periodic = createPeriodicAudit({
+        intervalMs: 3_600_000,
+        request: createApiRequest(fake.kubeConfig()),
+        facts: counting,
+        settings: () => settings,
+        metrics: createMetrics({ collectProcessMetrics: false }),
+        logger: silent,
+        pace: { ...pace, pageSize: 100, requestsPerSecond: rate },
+      });
+      for (const pod of pods) fake.putPod(pod as KubeObject);
+      try {
+        assert.equal(await periodic.runOnce(), 'completed');
+      } finally {
+        for (const pod of pods) fake.deletePod('shared', (pod.metadata as { name: string }).name);
+      }
+      assert.equal(reads.length, missing.size);
+      // The pace is a lower bound on the gap between requests (a timer never fires early by more than its 1 ms resolution).
+      for (let i = 1; i < reads.length; i++) assert.ok((reads[i] ?? 0) - (reads[i - 1] ?? 0) >= 1000 / rate - 1, `read ${i} came too soon`);
+    });
+
     it('a run cut mid-list leaves the previous metrics, counts the failure, and the next run publishes anew', async () => {
       const metrics = createMetrics({ collectProcessMetrics: false });
       let clock = 1_700_000_000_000;
