@@ -100,17 +100,17 @@ export function auditJson(result: AuditResult): string {
  */
 export function auditTable(result: AuditResult): string {
   const { summary } = result;
+  // An undecided pod is counted as audited, yet no rule judged it: say so, or "No violations" would claim it is clean.
+  const undecided = summary.undecided === 0 ? '' : `; ${summary.undecided} pods could not be judged (see stderr)`;
   if (result.violations.length === 0) {
-    return `No violations in ${summary.audited} pods audited.\n`;
+    return `No violations in ${summary.audited} pods audited${undecided}.\n`;
   }
   const header = ['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'];
-  const rows = result.violations.map((violation) => [
-    violation.namespace,
-    violation.name,
-    violation.node === '' ? '<none>' : violation.node,
-    violation.rule,
-    violation.message,
-  ]);
+  const rows = result.violations.map((violation) =>
+    [violation.namespace, violation.name, violation.node === '' ? '<none>' : violation.node, violation.rule, violation.message].map(
+      terminalSafe,
+    ),
+  );
   const widths = header.map((title, column) => rows.reduce((width, row) => Math.max(width, (row[column] ?? '').length), title.length));
   const line = (cells: readonly string[]): string =>
     cells
@@ -118,8 +118,28 @@ export function auditTable(result: AuditResult): string {
       .join('   ')
       .trimEnd();
   const pods = new Set(result.violations.map((violation) => `${violation.namespace}/${violation.name}`)).size;
-  return `${[header, ...rows].map(line).join('\n')}\n\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited.\n`;
+  return `${[header, ...rows].map(line).join('\n')}\n\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${undecided}.\n`;
 }
+
+/**
+ * A table cell or a line for stderr, with its control characters (C0, DEL, C1) written as Go's
+ * strconv.Quote writes them (`\n`, `\t`, `\x1b`, `\u009b`): the names and values in a finding come
+ * from the pods, and a `--cluster-state` file is not validated by any API server, so a name may
+ * hold an escape sequence that would recolour or clear the operator's terminal, or a newline that
+ * would forge a row. One pass with a character class: linear, no backtracking.
+ */
+export function terminalSafe(text: string): string {
+  return text.replace(controlCharacters, (character) => {
+    const code = character.charCodeAt(0);
+    if (code === 0x0a) return '\\n';
+    if (code === 0x09) return '\\t';
+    if (code === 0x0d) return '\\r';
+    return code < 0x80 ? `\\x${code.toString(16).padStart(2, '0')}` : `\\u${code.toString(16).padStart(4, '0')}`;
+  });
+}
+
+// eslint-disable-next-line no-control-regex -- matching control characters is the point
+const controlCharacters = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /** Violations counted by rule and namespace: the values of `tolerator_audit_violations`. */
 export function violationCounts(result: AuditResult): { rule: AuditRuleName; namespace: string; count: number }[] {

@@ -72,6 +72,7 @@ export function buildPolicyReports(
   for (const [namespace, list] of byNamespace) {
     const results = list.map((violation) => {
       // A Warn policy's violation is what its enforcement makes of it: a warning, not a refusal.
+      // The format defines warn as "requirements not met, and the policy is not scored".
       const result = violation.policy !== undefined && enforcementOf(violation.policy) === 'Warn' ? 'warn' : 'fail';
       return {
         source: 'tolerator',
@@ -80,7 +81,7 @@ export function buildPolicyReports(
         category: violation.policy === undefined ? 'Tolerations' : 'Dedicated nodes',
         severity: 'medium',
         result,
-        scored: true,
+        scored: result === 'fail',
         timestamp: { seconds, nanos: 0 },
         message: violation.message,
         resources: [{ apiVersion: 'v1', kind: 'Pod', namespace, name: violation.name }],

@@ -11,7 +11,7 @@
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditJson, auditTable, type AuditResult } from '../audit/audit-summary.js';
+import { auditJson, auditTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import type { Namespace, Node } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
@@ -86,6 +86,12 @@ export function readExclusion(flags: ParsedFlags): NamespaceExclusion {
  */
 const cliPageSize = 500;
 const cliRequestsPerSecond = 5;
+/**
+ * 16 MiB: a page of 500 ordinary pods (3 to 8 KB each) is at most 4 MB; a larger page, of pods a
+ * tenant made huge (up to etcd's 1.5 MiB each), is asked for again in smaller pages
+ * (src/kube/paged-list.ts), so the command holds tens of MiB of page at a time, not 750 MB.
+ */
+const cliMaxPageBytes = 16 * 1024 * 1024;
 
 export async function auditCommand(argv: readonly string[], io: CommandIo): Promise<number> {
   let result: AuditResult;
@@ -122,7 +128,7 @@ export async function auditCommand(argv: readonly string[], io: CommandIo): Prom
   }
   io.stdout(output === 'json' ? auditJson(result) : auditTable(result));
   for (const pod of result.undecided) {
-    io.stderr(`tolerator audit: could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}\n`);
+    io.stderr(`tolerator audit: ${terminalSafe(`could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
   }
   if (result.undecided.length > 0) return 2;
   return result.violations.length > 0 ? 1 : 0;
@@ -135,7 +141,7 @@ interface AuditSource {
 
 function fileSource(file: string, io: CommandIo): AuditSource {
   const state = parseClusterState(io.readFile(file), file, { readPods: true });
-  for (const warning of state.warnings) io.stderr(`tolerator audit: ${warning}\n`);
+  for (const warning of state.warnings) io.stderr(`tolerator audit: ${terminalSafe(warning)}\n`);
   if (state.pods.length === 0)
     throw new UsageError(`${file}: no v1 Pod found (kubectl get namespaces,nodes,pods -A -o yaml writes all three)`);
   return { pages: podsAsOnePage(state.pods), facts: staticClusterFacts(state) };
@@ -158,7 +164,7 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     last = Date.now();
   };
-  const options = { pageSize: cliPageSize, maxRestarts: defaultMaxRestarts, pause };
+  const options = { pageSize: cliPageSize, maxPageBytes: cliMaxPageBytes, maxRestarts: defaultMaxRestarts, pause };
   const listAll = async <T>(path: string): Promise<T[]> => {
     let all: T[] = [];
     await listInPages(request, path, options, {

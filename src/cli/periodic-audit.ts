@@ -6,7 +6,8 @@
  *
  * It never slows admission, which shares the one thread:
  * - pods are listed in pages of `pageSize` (never one giant list, never a cache of every pod), one
- *   page in memory at a time, at most `requestsPerSecond` requests;
+ *   page in memory at a time, at most `requestsPerSecond` requests (a live read of a node the
+ *   informers lack included);
  * - between pods, once `sliceMs` of work has been done, the run yields to the event loop
  *   (setImmediate), so a review that arrived meanwhile waits at most about that long;
  * - runs never overlap: the next one is scheduled an interval after the previous one ended.
@@ -32,6 +33,14 @@ import { runAudit } from './audit-run.js';
  * - pageSize 100: a stored pod is 3 to 8 KB of JSON (managedFields included), so a page is under
  *   1 MB, which JSON.parse reads in a few milliseconds: the parse of a page, the one piece of the
  *   run that cannot be split, blocks reviews for about as long as one slice.
+ * - maxPageBytes 4 MiB: a tenant decides how large its pods are, up to etcd's 1.5 MiB per object
+ *   (--max-request-bytes) and the API server's 3 MiB per request body, and a page of 100 such pods
+ *   would be 150 to 300 MB to hold and parse at once, past the container's 512 MiB and blocking
+ *   reviews for a second or more. A page over 4 MiB is asked for again with half the limit
+ *   (src/kube/paged-list.ts): 4 MiB is above one pod written as JSON within those limits, so a
+ *   page of one fits, and above a page of 100 ordinary pods, so a cluster of ordinary pods is never
+ *   asked twice; its parse blocks reviews for about 20 ms at most. A pod over it (only a protobuf
+ *   write can make one, whose JSON is longer than its bytes in etcd) fails the run, which says so.
  * - requestsPerSecond 5: client-go's default client rate (rest.Config QPS 5), what every
  *   controller in the cluster is held to: 500 pods a second, 50,000 pods in 100 s.
  * - sliceMs 5: a review costs well under a millisecond (bench/RESULTS.md); 5 ms of audit work
@@ -42,12 +51,19 @@ import { runAudit } from './audit-run.js';
  */
 export interface AuditPace {
   readonly pageSize: number;
+  readonly maxPageBytes: number;
   readonly requestsPerSecond: number;
   readonly sliceMs: number;
   readonly firstRunDelayMs: number;
 }
 
-export const auditPace: AuditPace = { pageSize: 100, requestsPerSecond: 5, sliceMs: 5, firstRunDelayMs: 60_000 };
+export const auditPace: AuditPace = {
+  pageSize: 100,
+  maxPageBytes: 4 * 1024 * 1024,
+  requestsPerSecond: 5,
+  sliceMs: 5,
+  firstRunDelayMs: 60_000,
+};
 
 export interface PeriodicAuditOptions {
   readonly intervalMs: number;
@@ -95,6 +111,21 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
     lastRequest = clock();
   };
 
+  // A node the informers' cache lacks is read live (informers.ts): a request like a page, so it
+  // waits its turn. A stored pod may name any node, existing or not, and a tenant chooses how many
+  // names its pods carry; unpaced, a run would send one read per name as fast as they come back.
+  // Namespaces need no pace: every pod's namespace exists, and the cache lacks only a new one.
+  const pacedFacts: Pick<ClusterFacts, 'getNamespace' | 'readNode' | 'knowsNodes'> = {
+    getNamespace: (name) => options.facts.getNamespace(name),
+    readNode: async (name) => {
+      const cached = options.facts.getNode(name);
+      if (cached !== undefined) return cached;
+      await pause();
+      return options.facts.readNode(name);
+    },
+    knowsNodes: options.facts.knowsNodes,
+  };
+
   async function runOnce(): Promise<'completed' | 'failed'> {
     const started = clock();
     let sliceStart = clock();
@@ -102,8 +133,14 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
     try {
       lastRequest = clock();
       result = await runAudit(
-        (handlers) => listInPages(request, '/api/v1/pods', { pageSize: pace.pageSize, maxRestarts: defaultMaxRestarts, pause }, handlers),
-        options.facts,
+        (handlers) =>
+          listInPages(
+            request,
+            '/api/v1/pods',
+            { pageSize: pace.pageSize, maxPageBytes: pace.maxPageBytes, maxRestarts: defaultMaxRestarts, pause },
+            handlers,
+          ),
+        pacedFacts,
         options.settings(),
         {
           shouldYield: () => clock() - sliceStart >= pace.sliceMs,

@@ -18,20 +18,49 @@ export interface ApiResponse {
   readonly body: unknown;
 }
 
-export type ApiRequest = (method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown) => Promise<ApiResponse>;
+export interface ApiRequestLimits {
+  /** A response body longer than this is not read to its end: the request fails with ResponseTooLarge. */
+  readonly maxBodyBytes?: number;
+}
+
+export type ApiRequest = (
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  path: string,
+  body?: unknown,
+  limits?: ApiRequestLimits,
+) => Promise<ApiResponse>;
+
+/** A response body over the request's maxBodyBytes: the caller may ask for less (a smaller page). */
+export class ResponseTooLarge extends Error {
+  constructor(
+    what: string,
+    readonly maxBytes: number,
+  ) {
+    super(`${what}: the response is more than ${maxBytes} bytes`);
+  }
+}
 
 /**
  * 60 s: kube-apiserver's own default request timeout (--request-timeout 1m), after which it ends
- * a request itself; a page that has not arrived by then will not.
+ * a request itself; a page that has not arrived by then will not. It bounds the whole request,
+ * not only the socket's idle time: a body trickling in a byte at a time is never idle, and would
+ * hold a run of the audit on one page for ever.
  */
 const requestTimeoutMs = 60_000;
 
+export interface ApiRequestOptions {
+  /** The deadline of one request, from its start to the end of its body (default 60 s; tests shorten it). */
+  readonly timeoutMs?: number;
+}
+
 /** Requests against the current cluster of `kubeConfig`; credentials are applied anew to each (tokens rotate). */
-export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
+export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestOptions = {}): ApiRequest {
+  const timeoutMs = apiOptions.timeoutMs ?? requestTimeoutMs;
   const cluster = kubeConfig.getCurrentCluster();
   if (cluster === null) throw new Error('the kubeconfig names no current cluster');
   const server = cluster.server.replace(/\/+$/, '');
-  return async (method, path, body) => {
+  return async (method, path, body, limits = {}) => {
+    const maxBodyBytes = limits.maxBodyBytes ?? Infinity;
     const url = new URL(`${server}${path}`);
     const text = body === undefined ? undefined : JSON.stringify(body);
     const options: RequestOptions = {
@@ -40,15 +69,32 @@ export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
         Accept: 'application/json',
         ...(text === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }),
       },
-      timeout: requestTimeoutMs,
+      timeout: timeoutMs,
     };
     await kubeConfig.applyToHTTPSOptions(options);
     const send = url.protocol === 'http:' ? httpRequest : httpsRequest;
-    return new Promise<ApiResponse>((resolve, reject) => {
+    let deadline: NodeJS.Timeout | undefined;
+    const response = new Promise<ApiResponse>((resolve, reject) => {
+      deadline = setTimeout(() => {
+        req.destroy(new Error(`${method} ${path}: no complete response within ${timeoutMs / 1000} s`));
+      }, timeoutMs);
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         let ended = false;
-        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        let bytes = 0;
+        const tooLarge = (): void => {
+          req.destroy(new ResponseTooLarge(`${method} ${path}`, maxBodyBytes));
+        };
+        if (Number(res.headers['content-length'] ?? 0) > maxBodyBytes) {
+          tooLarge();
+          return;
+        }
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          // Stop reading before the body is held: a page of huge pods must not fill the memory reviews are answered with.
+          if (bytes > maxBodyBytes) tooLarge();
+          else chunks.push(chunk);
+        });
         res.on('end', () => {
           ended = true;
           const raw = Buffer.concat(chunks).toString('utf8');
@@ -65,9 +111,12 @@ export function createApiRequest(kubeConfig: KubeConfig): ApiRequest {
           if (!ended) reject(new Error(`${method} ${path}: the connection closed before the response was complete`));
         });
       });
-      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no response within ${requestTimeoutMs / 1000} s`)));
+      req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no data for ${timeoutMs / 1000} s`)));
       req.on('error', reject);
       req.end(text);
+    });
+    return response.finally(() => {
+      clearTimeout(deadline);
     });
   };
 }

@@ -52,7 +52,8 @@ export interface ClusterStateOptions {
  *   non-empty string `metadata.name` throws, naming `source` and the document (1-based, counting
  *   `---`-separated documents as a person reading the file would).
  * - The same name twice (for a Pod: namespace and name): the later object wins, with a warning.
- * - With `readPods`, a Pod without `metadata.namespace` is in `default`, as `kubectl` reads it.
+ * - With `readPods`, a Pod without `metadata.namespace` is in `default`, as `kubectl` reads it; one
+ *   whose `metadata.namespace` is not a string throws.
  */
 export function parseClusterState(text: string, source: string, options: ClusterStateOptions = {}): ClusterState {
   const namespaces = new Map<string, Namespace>();
@@ -121,6 +122,10 @@ export function parseClusterState(text: string, source: string, options: Cluster
       const name = nameOf(value);
       if (name === undefined) throw new Error(`${where}: Pod has no metadata.name`);
       const metadata = value.metadata as Record<string, unknown>;
+      // Absent, null or '': `default`, as kubectl reads it. Anything else is not a namespace to guess.
+      if (metadata.namespace !== undefined && metadata.namespace !== null && typeof metadata.namespace !== 'string') {
+        throw new Error(`${where}: Pod ${JSON.stringify(name)} has a metadata.namespace that is not a string`);
+      }
       const namespace = typeof metadata.namespace === 'string' && metadata.namespace !== '' ? metadata.namespace : 'default';
       const key = `${namespace}/${name}`;
       if (pods.has(key)) warnings.push(`${where}: Pod "${key}" appears again; the later one is used`);

@@ -88,6 +88,39 @@ describe('tolerator audit --cluster-state FILE', () => {
     assert.equal(lines[4], '2 violations in 1 of 1 pods audited.');
   });
 
+  it('the table and stderr escape control characters of a file: a name or node cannot move the cursor, recolour or add rows', async () => {
+    // A cluster-state file is operator input, not validated by any API server: its names may hold
+    // anything. An ESC (\x1b) would reach the terminal as an escape sequence, a newline a new row.
+    const pod = storedPod({ namespace: 'shared', name: 'p\u001b[2Jx\ny\tz\u009b', node: 'gone\u001b]0;t\u0007', tolerations: [] });
+    const undecided = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'q\u001b[31m', namespace: 'shared' }, spec: null };
+    const state = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, pod, undecided] });
+    const { code, stdout, stderr } = await audit(['--cluster-state', stateFile, '--policies', policiesDir], { [stateFile]: state });
+    assert.equal(code, 2);
+    // Nothing but the rows' own newlines is a control character.
+    const control = (text: string): string[] => Array.from(text).filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')));
+    assert.deepEqual(control(stdout), []);
+    assert.deepEqual(control(stderr), []);
+    const rows = stdout.split('\n').filter((line) => line.startsWith('shared '));
+    assert.ok(rows.length > 0);
+    for (const row of rows) assert.match(row, /^shared {6}p\\x1b\[2Jx\\ny\\tz\\u009b {3}gone\\x1b\]0;t\\x07 /);
+    assert.match(stderr, /could not judge pod "shared\/q\\x1b\[31m"/);
+    // -o json is escaped by JSON itself and keeps the names as they are.
+    const json = await audit(['--cluster-state', stateFile, '--policies', policiesDir, '-o', 'json'], { [stateFile]: state });
+    assert.equal((JSON.parse(json.stdout) as JsonOutput).violations[0]?.name, 'p\u001b[2Jx\ny\tz\u009b');
+  });
+
+  it('the table does not say "No violations" when a pod could not be judged: it counts the undecided pods', async () => {
+    const undecided = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'q', namespace: 'shared' }, spec: { tolerations: 'all' } };
+    const state = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, undecided] });
+    const { code, stdout } = await audit(['--cluster-state', stateFile], { [stateFile]: state });
+    assert.equal(code, 2);
+    assert.equal(stdout, 'No violations in 1 pods audited; 1 pods could not be judged (see stderr).\n');
+    const pod = storedPod({ namespace: 'shared', name: 'pending', tolerations: [] });
+    const both = JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, pod, undecided] });
+    const table = await audit(['--cluster-state', stateFile], { [stateFile]: both });
+    assert.match(table.stdout, /\n2 violations in 1 of 2 pods audited; 1 pods could not be judged \(see stderr\)\.\n$/);
+  });
+
   it('exit code 0 and one line when nothing is found', async () => {
     const pod = storedPod({
       namespace: 'shared',
@@ -146,6 +179,12 @@ describe('tolerator audit --cluster-state FILE', () => {
         }),
       },
       stderr: /could not judge pod "shared\/p": .*spec\.tolerations/,
+    },
+    {
+      name: 'a pod whose namespace is not a string (not taken for default)',
+      argv: ['--cluster-state', stateFile],
+      files: { [stateFile]: JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 5 }, spec: {} }) },
+      stderr: /^tolerator audit: \/virtual\/cluster-state\.json: document 1: Pod "p" has a metadata\.namespace that is not a string\n$/,
     },
     {
       name: 'a policy directory that does not load',

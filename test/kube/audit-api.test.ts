@@ -214,6 +214,66 @@ describe('the audit against an API server', () => {
       assert.doesNotMatch(text, /tolerator_audit_report_writes_total\{result="failure"\}/);
     });
 
+    it('pages over maxPageBytes are listed again in smaller pages: the run completes with the same findings', async () => {
+      const whole = createMetrics({ collectProcessMetrics: false });
+      const small = createMetrics({ collectProcessMetrics: false });
+      const run = (metrics: typeof whole, maxPageBytes: number) =>
+        createPeriodicAudit({
+          intervalMs: 3_600_000,
+          request: createApiRequest(fake.kubeConfig()),
+          facts,
+          settings: () => settings,
+          metrics,
+          logger: silent,
+          now: () => 1_700_000_000_000,
+          pace: { ...pace, maxPageBytes },
+        }).runOnce();
+      assert.equal(await run(whole, 100 * 1024 * 1024), 'completed');
+      const pagesBefore = fake.podPagesServedCount;
+      // Room for the largest pod and the list around it: a page of one always fits, most of four do not.
+      const largest = Math.max(...allAuditPods().map((pod) => JSON.stringify(pod).length));
+      assert.equal(await run(small, largest + 512), 'completed');
+      assert.ok(fake.podPagesServedCount - pagesBefore > Math.ceil(allAuditPods().length / pace.pageSize));
+      assert.equal(
+        await small.registry.getSingleMetricAsString('tolerator_audit_violations'),
+        await whole.registry.getSingleMetricAsString('tolerator_audit_violations'),
+      );
+    });
+
+    it("a node the informer cache lacks is read live at the audit's pace, not once per pod as fast as the API server answers", async () => {
+      // Pods bound to nodes that do not exist (created before tolerator, or where no policy refuses
+      // them): each name is one live read, and a tenant chooses how many names there are.
+      const missing = new Set(['ghost-1', 'ghost-2', 'ghost-3', 'ghost-4', 'ghost-5']);
+      const pods = [...missing].map((node) => storedPod({ namespace: 'shared', name: `on-${node}`, node }));
+      const reads: number[] = [];
+      const counting = {
+        ...facts,
+        readNode: (name: string) => {
+          if (missing.has(name)) reads.push(performance.now());
+          return facts.readNode(name);
+        },
+      };
+      const rate = 20;
+      const periodic = createPeriodicAudit({
+        intervalMs: 3_600_000,
+        request: createApiRequest(fake.kubeConfig()),
+        facts: counting,
+        settings: () => settings,
+        metrics: createMetrics({ collectProcessMetrics: false }),
+        logger: silent,
+        pace: { ...pace, pageSize: 100, requestsPerSecond: rate },
+      });
+      for (const pod of pods) fake.putPod(pod as KubeObject);
+      try {
+        assert.equal(await periodic.runOnce(), 'completed');
+      } finally {
+        for (const pod of pods) fake.deletePod('shared', (pod.metadata as { name: string }).name);
+      }
+      assert.equal(reads.length, missing.size);
+      // The pace is a lower bound on the gap between requests (a timer never fires early by more than its 1 ms resolution).
+      for (let i = 1; i < reads.length; i++) assert.ok((reads[i] ?? 0) - (reads[i - 1] ?? 0) >= 1000 / rate - 1, `read ${i} came too soon`);
+    });
+
     it('a run cut mid-list leaves the previous metrics, counts the failure, and the next run publishes anew', async () => {
       const metrics = createMetrics({ collectProcessMetrics: false });
       let clock = 1_700_000_000_000;

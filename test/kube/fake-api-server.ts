@@ -461,6 +461,13 @@ export class FakeApiServer {
     });
   }
 
+  /** Deletes a pod (by namespace and name). */
+  deletePod(namespace: string, name: string): void {
+    this.resourceVersion += 1;
+    this.sortedPodKeys = undefined;
+    this.pods.delete(`${namespace}/${name}`);
+  }
+
   /** The next `count` pod list requests that carry a continue token are answered 410 Gone. */
   expireContinueTokens(count: number): void {
     this.expireContinues = count;
