@@ -21,6 +21,7 @@ import {
   maxRefreshIntervalHours,
   parseRefreshInterval,
   readAdmissionSettings,
+  unusedConfigurationWarnings,
 } from './cli/options.js';
 import type { Command, CommandIo } from './cli/command.js';
 import { auditCommand, exclusionFlags, readExclusion } from './cli/audit.js';
@@ -159,6 +160,7 @@ async function serve(argv: readonly string[]): Promise<number> {
     Number((flags.values.get(name) as bigint | undefined) ?? fallback);
   const logger = createLogger(str('log-level'));
   const settings = readAdmissionSettings(flags);
+  for (const warning of unusedConfigurationWarnings(settings)) logger.warn(warning);
   const refreshIntervalMs = parseRefreshInterval(str('feature-gate-refresh-interval'));
   const delayMs = checkShutdownSeconds('shutdown-delay', int('shutdown-delay', 5)) * 1000;
   const graceMs = checkShutdownSeconds('shutdown-grace', int('shutdown-grace', 15)) * 1000;

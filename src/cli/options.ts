@@ -65,6 +65,20 @@ export interface AdmissionSettings {
   readonly clusterStateFile: string | undefined;
 }
 
+/**
+ * What the settings configure that nothing will use, as warnings for the log: a PodNodeSelector
+ * configuration given while the plugin is off (it is off by default, so a file carried over from a
+ * kube-apiserver that enabled it would otherwise confine nothing, silently).
+ */
+export function unusedConfigurationWarnings(settings: Pick<AdmissionSettings, 'enabled' | 'podNodeSelector'>): string[] {
+  if (settings.podNodeSelector === emptyPodNodeSelectorConfig || settings.enabled.includes('PodNodeSelector')) {
+    return [];
+  }
+  return [
+    '--admission-config configures PodNodeSelector, which is not enabled: namespaces are not confined to their node selectors (--enable-plugins PodNodeSelector turns it on)',
+  ];
+}
+
 /** component-base's `--feature-gates` syntax: comma-separated `Name=bool`, unknown names refused; the last value of a name wins. */
 export function parseExplicitFeatureGates(raw: string | undefined): ExplicitFeatureGates {
   const gates: Partial<Record<FeatureGateName, boolean>> = {};

@@ -7,6 +7,7 @@ import {
   maxShutdownSeconds,
   parseFeatureGates,
   readAdmissionSettings,
+  unusedConfigurationWarnings,
 } from '../../src/cli/options.js';
 import { allPluginNames, selectPlugins } from '../../src/plugins/registry.js';
 
@@ -143,5 +144,18 @@ describe('--shutdown-delay and --shutdown-grace', () => {
       /--shutdown-grace must be between 0 and 2147483 seconds/,
     );
     assert.throws(() => checkShutdownSeconds('shutdown-delay', -1), /--shutdown-delay must be between 0 and 2147483 seconds .*got -1/);
+  });
+});
+
+describe('configuration nothing uses', () => {
+  const config = 'test/fixtures/config/pod-node-selector-admission.yaml';
+  it('a PodNodeSelector configuration while the plugin is off is a warning; enabled, or without one, none', () => {
+    const off = readAdmissionSettings(parseFlags([`--admission-config=${config}`], admissionFlags));
+    assert.deepEqual(unusedConfigurationWarnings(off), [
+      '--admission-config configures PodNodeSelector, which is not enabled: namespaces are not confined to their node selectors (--enable-plugins PodNodeSelector turns it on)',
+    ]);
+    const on = readAdmissionSettings(parseFlags([`--admission-config=${config}`, '--enable-plugins=PodNodeSelector'], admissionFlags));
+    assert.deepEqual(unusedConfigurationWarnings(on), []);
+    assert.deepEqual(unusedConfigurationWarnings(readAdmissionSettings(parseFlags([], admissionFlags))), []);
   });
 });
