@@ -4,9 +4,12 @@
  * policy-report objects of the periodic audit. Pure: the caller feeds the pods' results and the
  * time, and writes the output.
  *
- * Memory: the findings are kept (the report needs them all, sorted), never the pods; a finding is
- * one message of bounded length (audit-rules.ts clips its items), so an audit of any number of
- * pods holds what it reports and a constant per pod.
+ * Memory: the findings are kept, never the pods; a finding is one message of bounded length
+ * (audit-rules.ts clips its items). `tolerator audit` keeps every finding (its output is the
+ * list). The periodic audit of `serve` keeps only what it publishes: exact counts by namespace,
+ * rule and policy (the metrics, the reports' summaries) and the first findings of each namespace
+ * (the reports' results), so a namespace with any number of violating pods costs it a bounded
+ * amount of memory.
  */
 import {
   auditRuleNames,
@@ -16,12 +19,13 @@ import {
   type PodAudit,
   type SkipReason,
 } from './audit-rules.js';
+import { SmallestPerNamespace } from './smallest-per-namespace.js';
 
 export interface AuditSummary {
   /** Pods judged by the rules. */
   readonly audited: number;
   readonly skipped: Readonly<Record<SkipReason, number>>;
-  /** Pods a policy could not be evaluated for (the webhook would answer 500); each is in `undecided`. */
+  /** Pods a policy could not be evaluated for (the webhook would answer 500); each is in `undecided` (or its namespace's first, see keepPerNamespace). */
   readonly undecided: number;
   /** Violations by rule, every rule present (0 when none). */
   readonly byRule: Readonly<Record<AuditRuleName, number>>;
@@ -33,19 +37,50 @@ export interface UndecidedPod {
   readonly message: string;
 }
 
+/** How many findings of one rule (and policy, for the tenancy rules) one namespace has. */
+export interface ViolationCount {
+  readonly namespace: string;
+  readonly rule: AuditRuleName;
+  readonly policy?: string;
+  readonly count: number;
+}
+
 export interface AuditResult {
-  /** Sorted: namespace, name, rule order, policy, message. */
+  /**
+   * Sorted: namespace, name, rule order, policy, message. Every finding, or with keepPerNamespace
+   * the first that many of each namespace (the counts and the summary still count them all).
+   */
   readonly violations: readonly AuditViolation[];
+  /** Sorted like `violations`; as many per namespace as they. */
   readonly undecided: readonly UndecidedPod[];
+  /** Every finding counted, by namespace, rule (in the rules' order) and policy. */
+  readonly counts: readonly ViolationCount[];
   readonly summary: AuditSummary;
+}
+
+export interface AuditCollectorOptions {
+  /**
+   * Findings (and undecided pods) kept per namespace, the first in report order; default all.
+   * The periodic audit keeps what a policy report shows (maxResultsPerReport).
+   */
+  readonly keepPerNamespace?: number;
 }
 
 /** Collects the pods' results as they come, page by page. */
 export class AuditCollector {
-  private violations: AuditViolation[] = [];
-  private undecidedPods: UndecidedPod[] = [];
+  private violations: SmallestPerNamespace<AuditViolation>;
+  private undecidedPods: SmallestPerNamespace<UndecidedPod>;
+  private counts = new Map<string, { namespace: string; rule: AuditRuleName; policy?: string; count: number }>();
   private audited = 0;
+  private undecidedCount = 0;
   private skipped: Record<SkipReason, number> = { terminated: 0, mirror: 0, 'excluded-namespace': 0 };
+  private readonly keep: number;
+
+  constructor(options: AuditCollectorOptions = {}) {
+    this.keep = options.keepPerNamespace ?? Infinity;
+    this.violations = new SmallestPerNamespace(this.keep, compareViolations);
+    this.undecidedPods = new SmallestPerNamespace(this.keep, compareUndecided);
+  }
 
   add(result: PodAudit): void {
     if (result.violations === undefined) {
@@ -53,35 +88,63 @@ export class AuditCollector {
       return;
     }
     this.audited += 1;
-    for (const violation of result.violations) this.violations.push(violation);
+    for (const violation of result.violations) {
+      this.violations.add(violation);
+      // NUL separates the parts: no namespace, rule or policy name holds one.
+      const key = `${violation.namespace}\u0000${violation.rule}\u0000${violation.policy ?? ''}`;
+      const entry = this.counts.get(key);
+      if (entry !== undefined) entry.count += 1;
+      else {
+        const { namespace, rule, policy } = violation;
+        this.counts.set(key, { namespace, rule, ...(policy === undefined ? {} : { policy }), count: 1 });
+      }
+    }
   }
 
   addUndecided(pod: UndecidedPod): void {
     this.audited += 1;
-    this.undecidedPods.push(pod);
+    this.undecidedCount += 1;
+    this.undecidedPods.add(pod);
+  }
+
+  /** Findings and undecided pods held right now: bounded per namespace when keepPerNamespace is set. */
+  get heldCount(): number {
+    return this.violations.heldCount + this.undecidedPods.heldCount;
   }
 
   /** Forgets everything: a list that restarts from the beginning (410 Gone) sees every pod again. */
   reset(): void {
-    this.violations = [];
-    this.undecidedPods = [];
+    this.violations = new SmallestPerNamespace(this.keep, compareViolations);
+    this.undecidedPods = new SmallestPerNamespace(this.keep, compareUndecided);
+    this.counts = new Map();
     this.audited = 0;
+    this.undecidedCount = 0;
     this.skipped = { terminated: 0, mirror: 0, 'excluded-namespace': 0 };
   }
 
   result(): AuditResult {
-    const violations = [...this.violations].sort(compareViolations);
+    const counts = [...this.counts.values()].map((entry) => ({ ...entry })).sort(compareCounts);
     const byRule = Object.fromEntries(auditRuleNames.map((rule) => [rule, 0])) as Record<AuditRuleName, number>;
-    for (const violation of violations) byRule[violation.rule] += 1;
-    const undecided = [...this.undecidedPods].sort((a, b) =>
-      a.namespace === b.namespace ? order(a.name, b.name) : order(a.namespace, b.namespace),
-    );
+    for (const entry of counts) byRule[entry.rule] += entry.count;
     return {
-      violations,
-      undecided,
-      summary: { audited: this.audited, skipped: { ...this.skipped }, undecided: undecided.length, byRule },
+      violations: this.violations.sorted(),
+      undecided: this.undecidedPods.sorted(),
+      counts,
+      summary: { audited: this.audited, skipped: { ...this.skipped }, undecided: this.undecidedCount, byRule },
     };
   }
+}
+
+function compareUndecided(a: UndecidedPod, b: UndecidedPod): number {
+  return a.namespace === b.namespace ? order(a.name, b.name) : order(a.namespace, b.namespace);
+}
+
+function compareCounts(a: ViolationCount, b: ViolationCount): number {
+  return (
+    order(a.namespace, b.namespace) ||
+    auditRuleNames.indexOf(a.rule) - auditRuleNames.indexOf(b.rule) ||
+    order(a.policy ?? '', b.policy ?? '')
+  );
 }
 
 function order(a: string, b: string): number {
@@ -144,11 +207,11 @@ const controlCharacters = /[\u0000-\u001f\u007f-\u009f]/g;
 /** Violations counted by rule and namespace: the values of `tolerator_audit_violations`. */
 export function violationCounts(result: AuditResult): { rule: AuditRuleName; namespace: string; count: number }[] {
   const counts = new Map<string, { rule: AuditRuleName; namespace: string; count: number }>();
-  for (const violation of result.violations) {
-    const key = `${violation.rule}\u0000${violation.namespace}`;
+  for (const { rule, namespace, count } of result.counts) {
+    const key = `${rule}\u0000${namespace}`;
     const entry = counts.get(key);
-    if (entry === undefined) counts.set(key, { rule: violation.rule, namespace: violation.namespace, count: 1 });
-    else entry.count += 1;
+    if (entry === undefined) counts.set(key, { rule, namespace, count });
+    else entry.count += count;
   }
   return [...counts.values()];
 }

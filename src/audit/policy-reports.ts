@@ -11,8 +11,11 @@
  *   Policy Reporter 3.
  * The edge (src/kube/policy-report-writer.ts) uses the first whose CRD the API server serves, so a
  * cluster that has only the new one gets it too. Pure: the findings and the time in, objects out.
+ * The findings may be only each namespace's first maxResultsPerReport (what the periodic audit
+ * keeps); the summaries come from the counts, which count them all.
  */
 import type { AuditViolation } from './audit-rules.js';
+import type { AuditResult } from './audit-summary.js';
 
 export interface ReportApi {
   readonly group: 'wgpolicyk8s.io' | 'openreports.io';
@@ -54,26 +57,38 @@ export interface ReportObject {
   readonly [field: string]: unknown;
 }
 
+type Outcome = 'fail' | 'warn';
+
 /** One report per namespace with violations, keyed by namespace; `now` is the audit's completion time. */
 export function buildPolicyReports(
   api: ReportApi,
-  violations: readonly AuditViolation[],
+  findings: Pick<AuditResult, 'violations' | 'counts'>,
   enforcementOf: (policy: string) => 'Deny' | 'Warn' | undefined,
   now: Date,
 ): Map<string, ReportObject> {
+  // A Warn policy's violation is what its enforcement makes of it: a warning, not a refusal.
+  // The format defines warn as "requirements not met, and the policy is not scored".
+  const outcome = (policy: string | undefined): Outcome => (policy !== undefined && enforcementOf(policy) === 'Warn' ? 'warn' : 'fail');
+  const summaries = new Map<string, { fail: number; warn: number }>();
+  for (const { namespace, policy, count } of findings.counts) {
+    let summary = summaries.get(namespace);
+    if (summary === undefined) {
+      summary = { fail: 0, warn: 0 };
+      summaries.set(namespace, summary);
+    }
+    summary[outcome(policy)] += count;
+  }
   const byNamespace = new Map<string, AuditViolation[]>();
-  for (const violation of violations) {
+  for (const violation of findings.violations) {
     const list = byNamespace.get(violation.namespace);
     if (list === undefined) byNamespace.set(violation.namespace, [violation]);
-    else list.push(violation);
+    else if (list.length < maxResultsPerReport) list.push(violation);
   }
   const seconds = Math.floor(now.getTime() / 1000);
   const reports = new Map<string, ReportObject>();
-  for (const [namespace, list] of byNamespace) {
-    const results = list.map((violation) => {
-      // A Warn policy's violation is what its enforcement makes of it: a warning, not a refusal.
-      // The format defines warn as "requirements not met, and the policy is not scored".
-      const result = violation.policy !== undefined && enforcementOf(violation.policy) === 'Warn' ? 'warn' : 'fail';
+  for (const [namespace, { fail, warn }] of summaries) {
+    const results = (byNamespace.get(namespace) ?? []).map((violation) => {
+      const result = outcome(violation.policy);
       return {
         source: 'tolerator',
         policy: violation.policy ?? 'tolerator',
@@ -88,14 +103,13 @@ export function buildPolicyReports(
         properties: { node: violation.node },
       };
     });
-    const fail = results.filter((r) => r.result === 'fail').length;
     reports.set(namespace, {
       apiVersion: `${api.group}/${api.version}`,
       kind: api.kind,
       metadata: { name: reportName, namespace, labels: { ...reportLabels } },
       ...(api.group === 'openreports.io' ? { source: 'tolerator' } : {}),
-      summary: { pass: 0, fail, warn: results.length - fail, error: 0, skip: 0 },
-      results: results.slice(0, maxResultsPerReport),
+      summary: { pass: 0, fail, warn, error: 0, skip: 0 },
+      results,
     });
   }
   return reports;

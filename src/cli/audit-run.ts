@@ -30,6 +30,8 @@ export interface AuditRunOptions {
    */
   readonly shouldYield?: () => boolean;
   readonly yieldNow?: () => Promise<void>;
+  /** Findings kept per namespace (AuditCollectorOptions); the command keeps all, the server what its reports show. */
+  readonly keepPerNamespace?: number;
 }
 
 export async function runAudit(
@@ -38,7 +40,7 @@ export async function runAudit(
   settings: AuditSettings,
   options: AuditRunOptions = {},
 ): Promise<AuditResult> {
-  const collector = new AuditCollector();
+  const collector = new AuditCollector({ keepPerNamespace: options.keepPerNamespace });
   // Looked up once per name and run: a namespace's pods are many, and the informers' live read
   // on a miss must not be repeated for each of them.
   const namespaces = new Map<string, Promise<Namespace | undefined>>();

@@ -12,16 +12,26 @@
  *   (setImmediate), so a review that arrived meanwhile waits at most about that long;
  * - runs never overlap: the next one is scheduled an interval after the previous one ended.
  *
+ * Memory: a run keeps what it publishes, not every finding (src/audit/audit-summary.ts): exact
+ * counts by namespace, rule and policy, and the first maxResultsPerReport findings of each
+ * namespace. A tenant decides how many violating pods its namespace holds (a Warn policy lets them
+ * in, old pods stay), at about 350 B a finding: 150,000 pods breaking 3 rules each would be
+ * 150 MiB or more held in the 512 MiB the webhook answers reviews with.
+ *
+ * Shutdown: stop() aborts the request in flight (a page may take up to 60 s to arrive) and any
+ * pause, and resolves once the run has unwound; a stopped run publishes nothing, so the server
+ * exits within its grace period.
+ *
  * A run that fails (a list refused or cut mid-page, a list whose continue token expired too many
  * times) changes no metric but `tolerator_audit_runs_total{result="failed"}`, logs why, and the
  * next interval tries again: the last completed audit stays what is published.
  */
-import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { setTimeout as sleep, setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings } from '../audit/audit-rules.js';
 import { violationCounts, type AuditResult } from '../audit/audit-summary.js';
-import { buildPolicyReports } from '../audit/policy-reports.js';
+import { buildPolicyReports, maxResultsPerReport } from '../audit/policy-reports.js';
 import type { Metrics } from '../http/metrics.js';
 import type { ApiRequest } from '../kube/api-requests.js';
 import { defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
@@ -85,29 +95,48 @@ export interface PeriodicAudit {
   runOnce(): Promise<'completed' | 'failed'>;
   /** Starts the timer: the first run after firstRunDelayMs, then one an interval after each. */
   start(): void;
-  /** Stops the timer and ends a run in progress at its next page. */
+  /**
+   * Stops the timer and ends a run in progress: its request in flight is aborted, it publishes
+   * nothing; resolves once it has unwound.
+   */
   stop(): Promise<void>;
 }
 
-class Stopped extends Error {}
+class Stopped extends Error {
+  constructor() {
+    super('the periodic audit was stopped');
+  }
+}
 
 export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudit {
   const pace = { ...auditPace, ...options.pace };
   const now = options.now ?? Date.now;
   const clock = options.clock ?? (() => performance.now());
-  const { metrics, logger, request } = options;
-  let stopped = false;
+  const { metrics, logger } = options;
+  const stopping = new AbortController();
+  const { signal } = stopping;
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   let lastRequest = -Infinity;
 
-  /** Read through a function: stop() may be called while a pause waits. */
-  const halted = (): boolean => stopped;
+  // Every request of a run carries the stop signal: stop() aborts the one in flight.
+  const request: ApiRequest = (method, path, body, limits) => options.request(method, path, body, { ...limits, signal });
+  /** Settles as `work` does, or rejects with Stopped as soon as stop() is called (for work that cannot be aborted). */
+  const untilStopped = <T>(work: Promise<T>): Promise<T> =>
+    new Promise<T>((resolve, reject) => {
+      const onStop = (): void => {
+        reject(new Stopped());
+      };
+      if (signal.aborted) onStop();
+      signal.addEventListener('abort', onStop, { once: true });
+      work.then(resolve, reject).finally(() => {
+        signal.removeEventListener('abort', onStop);
+      });
+    });
   const pause = async (): Promise<void> => {
-    if (halted()) throw new Stopped('stopped');
+    if (signal.aborted) throw new Stopped();
     const wait = lastRequest + 1000 / pace.requestsPerSecond - clock();
-    if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    if (halted()) throw new Stopped('stopped');
+    if (wait > 0) await sleep(wait, undefined, { signal });
     lastRequest = clock();
   };
 
@@ -121,7 +150,8 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       const cached = options.facts.getNode(name);
       if (cached !== undefined) return cached;
       await pause();
-      return options.facts.readNode(name);
+      // Read by the informers' client, which takes no signal: stop() abandons it rather than wait for it.
+      return untilStopped(options.facts.readNode(name));
     },
     knowsNodes: options.facts.knowsNodes,
   };
@@ -148,10 +178,12 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
             await yieldToEventLoop();
             sliceStart = clock();
           },
+          keepPerNamespace: maxResultsPerReport,
         },
       );
     } catch (error) {
-      if (error instanceof Stopped) return 'failed';
+      // Whatever the aborted request rejected with: a stopped run is no failure of the audit.
+      if (signal.aborted) return 'failed';
       metrics.auditRuns.inc({ result: 'failed' });
       logger.error(
         { error: error instanceof Error ? error.message : String(error) },
@@ -159,12 +191,14 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       );
       return 'failed';
     }
+    if (signal.aborted) return 'failed';
     // Replaced as a whole, within one turn of the event loop: a scrape sees the old audit or the new one.
     metrics.auditViolations.reset();
     for (const { rule, namespace, count } of violationCounts(result)) metrics.auditViolations.set({ rule, namespace }, count);
     metrics.auditLastCompleted.set(now() / 1000);
     metrics.auditRuns.inc({ result: 'completed' });
-    logger.info({ ...result.summary, violations: result.violations.length, durationMs: Math.round(clock() - started) }, 'audit completed');
+    const violations = result.counts.reduce((sum, { count }) => sum + count, 0);
+    logger.info({ ...result.summary, violations, durationMs: Math.round(clock() - started) }, 'audit completed');
     for (const pod of result.undecided.slice(0, 10)) {
       logger.warn({ namespace: pod.namespace, pod: pod.name, error: pod.message }, 'audit could not judge a pod');
     }
@@ -177,7 +211,7 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       const api = await discoverReportApi(request);
       if (api === undefined) return;
       const policies = new Map(options.settings().policies.policies.map((policy) => [policy.name, policy.enforcement]));
-      const reports = buildPolicyReports(api, result.violations, (name) => policies.get(name), new Date(now()));
+      const reports = buildPolicyReports(api, result, (name) => policies.get(name), new Date(now()));
       const writes = await writePolicyReports(request, api, reports, pause);
       metrics.auditReportWrites.inc({ result: 'success' }, writes.written + writes.deleted);
       if (writes.failures.length > 0) {
@@ -185,14 +219,14 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
         logger.warn({ failures: writes.failures.slice(0, 10), count: writes.failures.length }, 'some policy reports were not written');
       }
     } catch (error) {
-      if (error instanceof Stopped) return;
+      if (signal.aborted) return;
       metrics.auditReportWrites.inc({ result: 'failure' });
       logger.warn({ error: error instanceof Error ? error.message : String(error) }, 'policy reports not written');
     }
   }
 
   const schedule = (delayMs: number): void => {
-    if (stopped) return;
+    if (signal.aborted) return;
     timer = setTimeout(() => {
       if (!options.facts.isSynced()) {
         // Without synced caches every namespace and node would be read live: wait for them.
@@ -213,7 +247,7 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       schedule(Math.min(options.intervalMs, pace.firstRunDelayMs));
     },
     stop: async () => {
-      stopped = true;
+      stopping.abort(new Stopped());
       clearTimeout(timer);
       await running;
     },

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { AuditViolation } from '../../src/audit/audit-rules.js';
+import { AuditCollector, type AuditResult } from '../../src/audit/audit-summary.js';
 import { buildPolicyReports, maxResultsPerReport, reportApis } from '../../src/audit/policy-reports.js';
 
 const [wgpolicy] = reportApis;
@@ -15,6 +16,13 @@ const violation = (name: string, policy?: string): AuditViolation => ({
   ...(policy === undefined ? {} : { policy }),
 });
 
+/** The violations as an audit that kept them all gives them. */
+function findings(violations: readonly AuditViolation[]): AuditResult {
+  const collector = new AuditCollector();
+  collector.add({ violations });
+  return collector.result();
+}
+
 interface Result {
   policy: string;
   result: string;
@@ -27,7 +35,7 @@ describe('buildPolicyReports', () => {
       policy === 'soft' ? 'Warn' : policy === 'hard' ? 'Deny' : undefined;
     const report = buildPolicyReports(
       wgpolicy,
-      [violation('a', 'soft'), violation('b', 'hard'), violation('c')],
+      findings([violation('a', 'soft'), violation('b', 'hard'), violation('c')]),
       enforcement,
       new Date(0),
     ).get('shop');
@@ -45,7 +53,7 @@ describe('buildPolicyReports', () => {
 
   it(`holds at most ${maxResultsPerReport} results; the summary counts them all`, () => {
     const many = Array.from({ length: maxResultsPerReport + 7 }, (_, i) => violation(`p${String(i).padStart(4, '0')}`));
-    const report = buildPolicyReports(wgpolicy, many, () => undefined, new Date(0)).get('shop');
+    const report = buildPolicyReports(wgpolicy, findings(many), () => undefined, new Date(0)).get('shop');
     assert.equal((report?.results as Result[]).length, maxResultsPerReport);
     assert.deepEqual(report?.summary, { pass: 0, fail: maxResultsPerReport + 7, warn: 0, error: 0, skip: 0 });
   });

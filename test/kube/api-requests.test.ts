@@ -1,7 +1,8 @@
 /**
  * createApiRequest against an API server that answers too slowly: a body that trickles in, a
  * byte at a time, never finishing. The socket's idle timeout never fires on such a body; the
- * request's own deadline does, so a run of the audit cannot hang on one page for ever.
+ * request's own deadline does, so a run of the audit cannot hang on one page for ever. And an
+ * abort signal ends such a request at once (the periodic audit's stop()).
  */
 import assert from 'node:assert/strict';
 import { createServer, type ServerResponse } from 'node:http';
@@ -71,4 +72,46 @@ describe('createApiRequest against a slow API server', () => {
       });
     },
   );
+
+  it(
+    "an abort mid-body rejects with the signal's reason and closes the connection, long before the deadline",
+    { timeout: 20_000 },
+    async () => {
+      // The deadline is the default 60 s; the abort comes once the body has started to trickle.
+      const request = createApiRequest(kubeConfig);
+      const controller = new AbortController();
+      const earlier = new Set(open);
+      const pending = request('GET', '/api/v1/pods?limit=100', undefined, { signal: controller.signal });
+      let response: ServerResponse | undefined;
+      while (response === undefined) {
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        response = [...open].find((candidate) => !earlier.has(candidate));
+      }
+      const closed = new Promise((resolve) => response.once('close', resolve));
+      const reason = new Error('stopping');
+      controller.abort(reason);
+      await assert.rejects(pending, (error: unknown) => error === reason);
+      await closed;
+    },
+  );
+
+  it('an abort before the request is sent rejects without a request; a reason that is no Error is wrapped in one', async () => {
+    const request = createApiRequest(kubeConfig);
+    const before = open.size;
+    await assert.rejects(
+      request('GET', '/api/v1/pods', undefined, { signal: AbortSignal.abort(new Error('already')) }),
+      /^Error: already$/,
+    );
+    const controller = new AbortController();
+    const pending = request('GET', '/api/v1/pods', undefined, { signal: controller.signal });
+    // Aborted while the credentials are applied (an await before the request is sent).
+    controller.abort('not an error');
+    await assert.rejects(pending, (error: unknown) => {
+      assert.ok(error instanceof Error);
+      assert.equal(error.message, 'GET /api/v1/pods: aborted');
+      assert.equal(error.cause, 'not an error');
+      return true;
+    });
+    assert.equal(open.size, before);
+  });
 });

@@ -301,6 +301,68 @@ describe('the audit against an API server', () => {
       assert.match(await metrics.registry.metrics(), /tolerator_audit_last_completed_timestamp_seconds 1700000060\n/);
     });
 
+    it(
+      'stop() aborts the page in flight and resolves without waiting for it; the stopped run publishes nothing',
+      { timeout: 30_000 },
+      async () => {
+        const metrics = createMetrics({ collectProcessMetrics: false });
+        // The page requests go through this wrapper, which records how each one settled and when.
+        const events: string[] = [];
+        const real = createApiRequest(fake.kubeConfig());
+        const periodic = createPeriodicAudit({
+          intervalMs: 3_600_000,
+          request: (method, path, body, limits) =>
+            real(method, path, body, limits).then(
+              (response) => {
+                events.push(`${path.split('?')[0] ?? ''} answered`);
+                return response;
+              },
+              (error: unknown) => {
+                events.push(`${path.split('?')[0] ?? ''} rejected: ${error instanceof Error ? error.message : String(error)}`);
+                throw error;
+              },
+            ),
+          facts,
+          settings: () => settings,
+          metrics,
+          logger: silent,
+          pace: { ...pace, firstRunDelayMs: 0 },
+        });
+        // The second page sends half its body, then nothing: it would end only at the request's 60 s deadline.
+        const hung = fake.hangPodListAtPage(fake.podPagesServedCount + 1);
+        periodic.start();
+        await hung.sent;
+        await periodic.stop();
+        events.push('stop() resolved');
+        await hung.abandoned;
+        assert.deepEqual(events, ['/api/v1/pods answered', '/api/v1/pods rejected: the periodic audit was stopped', 'stop() resolved']);
+        const text = await metrics.registry.metrics();
+        assert.doesNotMatch(text, /tolerator_audit_runs_total\{/);
+        assert.doesNotMatch(text, /tolerator_audit_violations\{/);
+        assert.match(text, /tolerator_audit_last_completed_timestamp_seconds 0\n/);
+      },
+    );
+
+    it('stop() during the pause between pages ends the run there: no page is requested after it', { timeout: 30_000 }, async () => {
+      const metrics = createMetrics({ collectProcessMetrics: false });
+      const pages = fake.podPagesServedCount;
+      const periodic = createPeriodicAudit({
+        intervalMs: 3_600_000,
+        request: createApiRequest(fake.kubeConfig()),
+        facts,
+        settings: () => settings,
+        metrics,
+        logger: silent,
+        // One request every 100 s: the pause after the first page would last that long.
+        pace: { ...pace, requestsPerSecond: 0.01, firstRunDelayMs: 0 },
+      });
+      periodic.start();
+      while (fake.podPagesServedCount === pages) await new Promise((resolve) => setTimeout(resolve, 5));
+      await periodic.stop();
+      assert.equal(fake.podPagesServedCount, pages + 1);
+      assert.doesNotMatch(await metrics.registry.metrics(), /tolerator_audit_runs_total\{/);
+    });
+
     it('writes one PolicyReport per namespace with violations when the CRD is served, replaces it, and deletes it once clean', async () => {
       const local = await FakeApiServer.start();
       try {

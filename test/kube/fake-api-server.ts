@@ -106,6 +106,7 @@ export class FakeApiServer {
   private sortedPodKeys: string[] | undefined;
   private expireContinues = 0;
   private cutPodPage: number | undefined;
+  private hungPodPage: { index: number; sent: () => void; abandoned: () => void } | undefined;
   private podPagesServed = 0;
   private reportApi: { group: string; version: string; resource: string } | undefined;
   private readonly server: Server;
@@ -358,6 +359,16 @@ export class FakeApiServer {
     });
     const index = this.podPagesServed;
     this.podPagesServed += 1;
+    const hung = this.hungPodPage;
+    if (index === hung?.index) {
+      this.hungPodPage = undefined;
+      // Headers promise the whole body; half of it is sent, then nothing, the connection held open
+      // until the client gives up on it.
+      res.on('close', hung.abandoned);
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+      res.write(body.slice(0, Math.floor(body.length / 2)), hung.sent);
+      return;
+    }
     if (index === this.cutPodPage) {
       // Headers promise the whole body; half of it is sent, then the connection is cut.
       res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
@@ -481,6 +492,33 @@ export class FakeApiServer {
   /** The pod page with this 0-based index (counted over the server's life, see podPagesServedCount) is cut off mid-body. */
   cutPodListAtPage(index: number | undefined): void {
     this.cutPodPage = index;
+  }
+
+  /**
+   * The pod page with this 0-based index is sent in part and then nothing more, its connection
+   * held open: a page that takes the client's whole request timeout to fail. `sent` resolves
+   * once the part is written, `abandoned` once the client closes the connection. Once: the pages
+   * after it are served whole.
+   */
+  hangPodListAtPage(index: number): { sent: Promise<void>; abandoned: Promise<void> } {
+    let markSent = (): void => undefined;
+    let markAbandoned = (): void => undefined;
+    const sent = new Promise<void>((resolve) => {
+      markSent = resolve;
+    });
+    const abandoned = new Promise<void>((resolve) => {
+      markAbandoned = resolve;
+    });
+    this.hungPodPage = {
+      index,
+      sent: () => {
+        markSent();
+      },
+      abandoned: () => {
+        markAbandoned();
+      },
+    };
+    return { sent, abandoned };
   }
 
   /** Serves the report API of `group/version` (discovery lists `resource`), as an installed CRD would. */

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { AuditCollector } from '../../src/audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../../src/audit/policy-reports.js';
 import type { ApiRequest, ApiResponse } from '../../src/kube/api-requests.js';
 import { discoverReportApi, writePolicyReports } from '../../src/kube/policy-report-writer.js';
@@ -7,12 +8,9 @@ import { discoverReportApi, writePolicyReports } from '../../src/kube/policy-rep
 const [wgpolicy] = reportApis;
 if (wgpolicy === undefined) throw new Error('no report API');
 const noPause = (): Promise<void> => Promise.resolve();
-const reports = buildPolicyReports(
-  wgpolicy,
-  [{ namespace: 'shop', name: 'web-0', node: 'n1', rule: 'missing-memory-pressure', message: 'm' }],
-  () => undefined,
-  new Date(0),
-);
+const collector = new AuditCollector();
+collector.add({ violations: [{ namespace: 'shop', name: 'web-0', node: 'n1', rule: 'missing-memory-pressure', message: 'm' }] });
+const reports = buildPolicyReports(wgpolicy, collector.result(), () => undefined, new Date(0));
 
 /** An API server that answers each request from `answer` and records it. */
 function stub(answer: (method: string, path: string) => ApiResponse): { request: ApiRequest; seen: string[] } {
