@@ -29,7 +29,7 @@ COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --ignore-scripts && npm cache clean --force
 # Only the compiled output leaves the build stage: no sources, no dev dependencies, no tests.
 COPY --from=build /app/dist/ ./dist/
-# Example tenancy policies and ValidatingAdmissionPolicy twins (DESIGN.md §3); the Deployment mounts
+# Example tenancy policies and ValidatingAdmissionPolicy twins (README, "Dedicated-node tenancy"); the Deployment mounts
 # its own policies at /etc/tolerator/policies.
 COPY policies/ ./policies/
 # 65532:65532, numeric: the kubelet can only verify runAsNonRoot for a numeric user (the Deployment
