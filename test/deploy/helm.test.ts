@@ -446,6 +446,28 @@ describe('helm template with an opt-out label YAML would read as another value',
   });
 });
 
+describe('helm template with an inline policy key YAML would read as another value', { skip: skipHelm }, () => {
+  it('writes the ConfigMap key as a string: `yes` stays the key yes, not YAML 1.1’s boolean true', () => {
+    const run = runHelm([
+      'template',
+      RELEASE,
+      CHART_DIR,
+      '--namespace',
+      NAMESPACE,
+      '--kube-version',
+      KUBE_VERSION,
+      '--set-string',
+      'policies.inline.yes=kind: TenancyPolicy',
+    ]);
+    assert.equal(run.status, 0, run.stderr);
+    const configMap = parseAllDocuments(run.stdout, { version: '1.1' })
+      .map((document) => document.toJS() as KubeObject | null)
+      .find((object) => object?.kind === 'ConfigMap' && object.metadata.name.endsWith('-policies'));
+    assert.ok(configMap !== undefined && configMap !== null);
+    assert.deepEqual(Object.keys(at(configMap, 'data') as Record<string, unknown>), ['yes']);
+  });
+});
+
 describe('values.schema.json', { skip: skipHelm }, () => {
   for (const [what, set, message] of [
     ['a typo at the top level', 'replica=3', /Additional property replica is not allowed/],
