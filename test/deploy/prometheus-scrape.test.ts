@@ -7,7 +7,7 @@
 // increase() needs one sample before the review and one after.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
@@ -18,7 +18,7 @@ import { stringify } from 'yaml';
 import { createCA, createServingCertificate } from '../support/certificates.js';
 import { loadReviewFixture } from '../support/harness.js';
 import { skipWithout, writeRuleFile } from '../support/prometheus-tools.js';
-import { spawnServe } from '../support/serve-process.js';
+import { startServe, type ServedProcess } from '../support/serve-process.js';
 
 const skip = skipWithout('promtool', 'prometheus');
 // Every wait below polls until this deadline: a Prometheus that never scrapes or never fires fails
@@ -43,25 +43,6 @@ async function until<T>(what: string, probe: () => Promise<T | undefined>): Prom
     assert.ok(Date.now() < deadline, `timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-}
-
-async function startServe(args: readonly string[]): Promise<{ child: ChildProcessWithoutNullStreams; port: number }> {
-  const child = spawnServe(args);
-  let buffered = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      for (let newline = buffered.indexOf('\n'); newline !== -1; newline = buffered.indexOf('\n')) {
-        const entry = JSON.parse(buffered.slice(0, newline)) as { msg?: string; port?: number };
-        buffered = buffered.slice(newline + 1);
-        if (entry.msg === 'tolerator serving' && typeof entry.port === 'number') resolve(entry.port);
-      }
-    });
-    child.once('exit', (code) => {
-      reject(new Error(`tolerator serve exited with ${code}`));
-    });
-  });
-  return { child, port };
 }
 
 interface PrometheusAnswer<T> {
@@ -105,7 +86,7 @@ function postReview(port: number, ca: string, body: string): Promise<number> {
 describe('a real Prometheus scraping a running tolerator over TLS', { skip }, () => {
   let dir: string;
   let ca: string;
-  let tolerator: { child: ChildProcessWithoutNullStreams; port: number };
+  let tolerator: ServedProcess;
   let prometheus: ChildProcess;
   let prometheusPort: number;
   const prometheusLog: string[] = [];

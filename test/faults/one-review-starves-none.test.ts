@@ -20,7 +20,6 @@
  * unbounded cost (seconds to minutes before the cost work) fails it whatever the machine.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -29,7 +28,7 @@ import { after, before, describe, it } from 'node:test';
 import { writeClusterState } from '../../bench/payloads.js';
 import { worstReviews, type WorstReview } from '../../bench/worst-reviews.js';
 import { loadReviewFixture } from '../support/harness.js';
-import { spawnServe } from '../support/serve-process.js';
+import { startServe, type ServedProcess } from '../support/serve-process.js';
 
 const ordinaryDeadlineMs = 2_000;
 /** How long ordinary reviews keep coming while the worst one is answered, at most. */
@@ -48,41 +47,6 @@ const chosen: readonly { shape: string; path: WorstReview['path'] }[] = [
   { shape: 'UPDATE, object and oldObject of 3 MiB differing everywhere', path: '/mutate' },
   { shape: 'long strings', path: '/validate' },
 ];
-
-interface Served {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly port: number;
-}
-
-/** Starts `tolerator serve` and resolves once it logs the port it serves on. */
-async function startServe(clusterState: string): Promise<Served> {
-  const child = spawnServe(['--policies', 'policies', '--cluster-state', clusterState, '--shutdown-delay', '0', '--shutdown-grace', '1']);
-  let buffered = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error('serve did not start within 30 s'));
-    }, 30_000);
-    // Every review logs a line: read them all, or the pipe fills and the server blocks on it.
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let newline;
-      while ((newline = buffered.indexOf('\n')) !== -1) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        if (line.includes('"tolerator serving"')) {
-          clearTimeout(timer);
-          resolve((JSON.parse(line) as { port: number }).port);
-        }
-      }
-    });
-    child.stderr.resume();
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}`));
-    });
-  });
-  return { child, port };
-}
 
 /** POSTs `body`; `written` resolves once the body is handed to the socket. */
 function post(port: number, agent: Agent, path: string, body: string): { written: Promise<void>; answered: Promise<number> } {
@@ -118,10 +82,19 @@ describe('one review never starves the others', { timeout: 120_000 }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'tolerator-starve-'));
   const clusterState = join(dir, 'cluster-state.json');
   const ordinary = JSON.stringify(loadReviewFixture('burstable-create-no-tolerations').review);
-  let served: Served | undefined;
+  let served: ServedProcess | undefined;
 
-  const server = async (): Promise<Served> => {
-    served ??= await startServe(clusterState);
+  const server = async (): Promise<ServedProcess> => {
+    served ??= await startServe([
+      '--policies',
+      'policies',
+      '--cluster-state',
+      clusterState,
+      '--shutdown-delay',
+      '0',
+      '--shutdown-grace',
+      '1',
+    ]);
     return served;
   };
 

@@ -4,49 +4,11 @@
  * what is in flight and exits 0 without dropping a request.
  */
 import assert from 'node:assert/strict';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { Agent } from 'node:https';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
-import { callServe, spawnServe } from '../support/serve-process.js';
-
-interface Served {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly port: number;
-  readonly logs: Record<string, unknown>[];
-}
-
-/** Starts the CLI and resolves once it logs the port it serves on. */
-async function startServe(args: readonly string[]): Promise<Served> {
-  const child = spawnServe(args);
-  const logs: Record<string, unknown>[] = [];
-  let buffered = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`serve did not start: ${JSON.stringify(logs)}`));
-    }, 30_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let newline;
-      while ((newline = buffered.indexOf('\n')) !== -1) {
-        const line = buffered.slice(0, newline);
-        buffered = buffered.slice(newline + 1);
-        const entry = JSON.parse(line) as Record<string, unknown>;
-        logs.push(entry);
-        if (entry.msg === 'tolerator serving') {
-          clearTimeout(timer);
-          resolve(entry.port as number);
-        }
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}`));
-    });
-  });
-  return { child, port, logs };
-}
+import { callServe, startServe, type ServedProcess } from '../support/serve-process.js';
 
 // The development certificate is self-signed for localhost: trust it for these calls only.
 const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: false });
@@ -56,7 +18,7 @@ function call(port: number, path: string, body?: string): Promise<{ status: numb
 }
 
 describe('tolerator serve', () => {
-  let served: Served;
+  let served: ServedProcess;
   const review = JSON.stringify(loadReviewFixture('burstable-create-no-tolerations').review);
 
   before(async () => {

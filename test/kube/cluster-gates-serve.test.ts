@@ -6,51 +6,14 @@
  * /metrics says where the gate came from (`source="cluster-metrics"`).
  */
 import assert from 'node:assert/strict';
-import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
-import { callServe, spawnServe } from '../support/serve-process.js';
+import { callServe, startServe, type ServedProcess } from '../support/serve-process.js';
 import { FakeApiServer } from './fake-api-server.js';
-
-interface Served {
-  readonly child: ChildProcessWithoutNullStreams;
-  readonly port: number;
-  readonly logs: Record<string, unknown>[];
-}
-
-/** Starts serve against `kubeconfig` and resolves once it logs its port. */
-async function startServe(kubeconfig: string): Promise<Served> {
-  const child = spawnServe(['--kubeconfig', kubeconfig]);
-  const logs: Record<string, unknown>[] = [];
-  let buffered = '';
-  const port = await new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      reject(new Error(`serve did not start: ${JSON.stringify(logs)}`));
-    }, 30_000);
-    child.stdout.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let newline;
-      while ((newline = buffered.indexOf('\n')) !== -1) {
-        const entry = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>;
-        buffered = buffered.slice(newline + 1);
-        logs.push(entry);
-        if (entry.msg === 'tolerator serving') {
-          clearTimeout(timer);
-          resolve(entry.port as number);
-        }
-      }
-    });
-    child.once('exit', (code) => {
-      clearTimeout(timer);
-      reject(new Error(`serve exited with ${code}`));
-    });
-  });
-  return { child, port, logs };
-}
 
 // The development certificate is self-signed for localhost: trust it for these calls only.
 const agent = new Agent({ keepAlive: false, rejectUnauthorized: false });
@@ -73,23 +36,23 @@ const gtReview = JSON.stringify(loadReviewFixture('gt-gate-off-create').review);
 describe('tolerator serve with a cluster and no --feature-gates', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tolerator-gates-'));
   const fakes: FakeApiServer[] = [];
-  const processes: Served[] = [];
+  const processes: ServedProcess[] = [];
 
   /** A fake API server reporting the gate as `value`, and serve started against it (both at once for both values). */
-  async function cluster(value: '0' | '1'): Promise<Served> {
+  async function cluster(value: '0' | '1'): Promise<ServedProcess> {
     const fake = await FakeApiServer.start();
     fakes.push(fake);
     fake.reportFeatureGates({ TaintTolerationComparisonOperators: value, PodLevelResources: true });
     const kubeconfig = join(dir, `kubeconfig-${value}.json`);
     writeFileSync(kubeconfig, fake.kubeConfig().exportConfig());
-    const served = await startServe(kubeconfig);
+    const served = await startServe(['--kubeconfig', kubeconfig]);
     processes.push(served);
     await untilReady(served.port);
     return served;
   }
 
-  let on: Served;
-  let off: Served;
+  let on: ServedProcess;
+  let off: ServedProcess;
   before(async () => {
     [on, off] = await Promise.all([cluster('1'), cluster('0')]);
   });

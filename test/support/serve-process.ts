@@ -56,3 +56,44 @@ export function callServe(agent: Agent, port: number, path: string, body?: strin
     req.end(body);
   });
 }
+
+/** A running `tolerator serve` child, the port it serves on, and every log line it has written so far. */
+export interface ServedProcess {
+  readonly child: ChildProcessWithoutNullStreams;
+  readonly port: number;
+  readonly logs: Record<string, unknown>[];
+}
+
+/**
+ * Starts `tolerator serve` with `args` and resolves once it logs the port it serves on. Its stdout
+ * is read to the end (every review logs a line: an unread pipe would fill and block the server),
+ * each line kept in `logs`; stderr is drained.
+ */
+export function startServe(args: readonly string[]): Promise<ServedProcess> {
+  const child = spawnServe(args);
+  const logs: Record<string, unknown>[] = [];
+  let buffered = '';
+  child.stderr.resume();
+  return new Promise<ServedProcess>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      reject(new Error(`serve did not start within 30 s: ${JSON.stringify(logs)}`));
+    }, 30_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let newline;
+      while ((newline = buffered.indexOf('\n')) !== -1) {
+        const entry = JSON.parse(buffered.slice(0, newline)) as Record<string, unknown>;
+        buffered = buffered.slice(newline + 1);
+        logs.push(entry);
+        if (entry.msg === 'tolerator serving' && typeof entry.port === 'number') {
+          clearTimeout(timer);
+          resolve({ child, port: entry.port, logs });
+        }
+      }
+    });
+    child.once('exit', (code) => {
+      clearTimeout(timer);
+      reject(new Error(`serve exited with ${code}`));
+    });
+  });
+}
