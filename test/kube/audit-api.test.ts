@@ -11,7 +11,7 @@ import { after, before, beforeEach, describe, it } from 'node:test';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import type { AuditSettings } from '../../src/audit/audit-rules.js';
 import { runAudit } from '../../src/cli/audit-run.js';
-import { createPeriodicAudit } from '../../src/cli/periodic-audit.js';
+import { createPeriodicAudit, type PeriodicAudit, type PeriodicAuditOptions } from '../../src/cli/periodic-audit.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { createApiRequest } from '../../src/kube/api-requests.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
@@ -187,18 +187,26 @@ describe('the audit against an API server', () => {
   describe('the periodic audit of serve', () => {
     const pace = { pageSize: 4, requestsPerSecond: 1000, sliceMs: 1 };
 
-    it('publishes the violations by rule and namespace, the completion time, and no report without the CRD', async () => {
-      const metrics = createMetrics({ collectProcessMetrics: false });
-      const reportRequests = fake.reportRequests.length;
-      const periodic = createPeriodicAudit({
+    /** The periodic audit of these tests: hourly, the fixture's facts and settings, a fixed clock, silent; `options` override. */
+    function periodicAudit(options: Partial<PeriodicAuditOptions> & Pick<PeriodicAuditOptions, 'request'>): PeriodicAudit {
+      return createPeriodicAudit({
         intervalMs: 3_600_000,
-        request: createApiRequest(fake.kubeConfig()),
         facts,
         settings: () => settings,
-        metrics,
+        metrics: createMetrics({ collectProcessMetrics: false }),
         logger: silent,
         now: () => 1_700_000_000_000,
         pace,
+        ...options,
+      });
+    }
+
+    it('publishes the violations by rule and namespace, the completion time, and no report without the CRD', async () => {
+      const metrics = createMetrics({ collectProcessMetrics: false });
+      const reportRequests = fake.reportRequests.length;
+      const periodic = periodicAudit({
+        request: createApiRequest(fake.kubeConfig()),
+        metrics,
       });
       assert.equal(await periodic.runOnce(), 'completed');
       const text = await metrics.registry.metrics();
@@ -218,14 +226,9 @@ describe('the audit against an API server', () => {
       const whole = createMetrics({ collectProcessMetrics: false });
       const small = createMetrics({ collectProcessMetrics: false });
       const run = (metrics: typeof whole, maxPageBytes: number) =>
-        createPeriodicAudit({
-          intervalMs: 3_600_000,
+        periodicAudit({
           request: createApiRequest(fake.kubeConfig()),
-          facts,
-          settings: () => settings,
           metrics,
-          logger: silent,
-          now: () => 1_700_000_000_000,
           pace: { ...pace, maxPageBytes },
         }).runOnce();
       assert.equal(await run(whole, 100 * 1024 * 1024), 'completed');
@@ -254,13 +257,10 @@ describe('the audit against an API server', () => {
         },
       };
       const rate = 20;
-      const periodic = createPeriodicAudit({
-        intervalMs: 3_600_000,
+      const periodic = periodicAudit({
         request: createApiRequest(fake.kubeConfig()),
         facts: counting,
-        settings: () => settings,
         metrics: createMetrics({ collectProcessMetrics: false }),
-        logger: silent,
         pace: { ...pace, pageSize: 100, requestsPerSecond: rate },
       });
       for (const pod of pods) fake.putPod(pod as KubeObject);
@@ -277,15 +277,10 @@ describe('the audit against an API server', () => {
     it('a run cut mid-list leaves the previous metrics, counts the failure, and the next run publishes anew', async () => {
       const metrics = createMetrics({ collectProcessMetrics: false });
       let clock = 1_700_000_000_000;
-      const periodic = createPeriodicAudit({
-        intervalMs: 3_600_000,
+      const periodic = periodicAudit({
         request: createApiRequest(fake.kubeConfig()),
-        facts,
-        settings: () => settings,
         metrics,
-        logger: silent,
         now: () => clock,
-        pace,
       });
       assert.equal(await periodic.runOnce(), 'completed');
       const first = await metrics.registry.getSingleMetricAsString('tolerator_audit_violations');
@@ -309,8 +304,7 @@ describe('the audit against an API server', () => {
         // The page requests go through this wrapper, which records how each one settled and when.
         const events: string[] = [];
         const real = createApiRequest(fake.kubeConfig());
-        const periodic = createPeriodicAudit({
-          intervalMs: 3_600_000,
+        const periodic = periodicAudit({
           request: (method, path, body, limits) =>
             real(method, path, body, limits).then(
               (response) => {
@@ -322,10 +316,7 @@ describe('the audit against an API server', () => {
                 throw error;
               },
             ),
-          facts,
-          settings: () => settings,
           metrics,
-          logger: silent,
           pace: { ...pace, firstRunDelayMs: 0 },
         });
         // The second page sends half its body, then nothing: it would end only at the request's 60 s deadline.
@@ -346,13 +337,9 @@ describe('the audit against an API server', () => {
     it('stop() during the pause between pages ends the run there: no page is requested after it', { timeout: 30_000 }, async () => {
       const metrics = createMetrics({ collectProcessMetrics: false });
       const pages = fake.podPagesServedCount;
-      const periodic = createPeriodicAudit({
-        intervalMs: 3_600_000,
+      const periodic = periodicAudit({
         request: createApiRequest(fake.kubeConfig()),
-        facts,
-        settings: () => settings,
         metrics,
-        logger: silent,
         // One request every 100 s: the pause after the first page would last that long.
         pace: { ...pace, requestsPerSecond: 0.01, firstRunDelayMs: 0 },
       });
@@ -371,15 +358,9 @@ describe('the audit against an API server', () => {
         local.putPod(bad as KubeObject);
         local.putPod(storedPod({ namespace: 'tenant-a', name: 'tenant-on-plain', node: 'plain' }) as KubeObject);
         const metrics = createMetrics({ collectProcessMetrics: false });
-        const periodic = createPeriodicAudit({
-          intervalMs: 3_600_000,
+        const periodic = periodicAudit({
           request: createApiRequest(local.kubeConfig()),
-          facts,
-          settings: () => settings,
           metrics,
-          logger: silent,
-          now: () => 1_700_000_000_000,
-          pace,
         });
         assert.equal(await periodic.runOnce(), 'completed');
         assert.deepEqual([...local.reports.keys()].sort(), ['shared/tolerator-audit', 'tenant-a/tolerator-audit']);
