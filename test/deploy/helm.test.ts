@@ -49,6 +49,15 @@ function template(args: readonly string[] = [], release = RELEASE, namespace = N
   return parseManifests(run.stdout, 'helm template');
 }
 
+/** `helm template` read as kubectl and the API server read YAML: 1.1 (sigs.k8s.io/yaml), where a bare yes is true. */
+function templateAsYaml11(args: readonly string[]): KubeObject[] {
+  const run = runHelm(['template', RELEASE, CHART_DIR, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...args]);
+  assert.equal(run.status, 0, run.stderr);
+  return parseAllDocuments(run.stdout, { version: '1.1' })
+    .map((document) => document.toJS() as KubeObject | null)
+    .filter((object): object is KubeObject => object !== null);
+}
+
 /** `helm template` expected to fail: its error text. */
 function templateError(args: readonly string[]): string {
   const run = runHelm(['template', RELEASE, CHART_DIR, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...args]);
@@ -423,47 +432,22 @@ describe('helm template into the default namespace', { skip: skipHelm }, () => {
 
 describe('helm template with an opt-out label YAML would read as another value', { skip: skipHelm }, () => {
   it('writes it as a string: the key `yes` stays the label yes, not YAML 1.1’s boolean true', () => {
-    const run = runHelm([
-      'template',
-      RELEASE,
-      CHART_DIR,
-      '--namespace',
-      NAMESPACE,
-      '--kube-version',
-      KUBE_VERSION,
-      '--set',
-      'webhooks.optOutLabel=yes',
-    ]);
-    assert.equal(run.status, 0, run.stderr);
-    // kubectl and the API server read YAML 1.1 (sigs.k8s.io/yaml), where a bare yes is true.
-    const webhooks = parseAllDocuments(run.stdout, { version: '1.1' })
-      .map((document) => document.toJS() as KubeObject | null)
-      .filter((object) => object !== null && object.kind.endsWith('WebhookConfiguration'));
+    const webhooks = templateAsYaml11(['--set', 'webhooks.optOutLabel=yes']).filter((object) =>
+      object.kind.endsWith('WebhookConfiguration'),
+    );
     assert.equal(webhooks.length, 2);
     for (const configuration of webhooks) {
-      assert.equal(at(configuration!, 'webhooks.0.namespaceSelector.matchExpressions.1.key'), 'yes');
+      assert.equal(at(configuration, 'webhooks.0.namespaceSelector.matchExpressions.1.key'), 'yes');
     }
   });
 });
 
 describe('helm template with an inline policy key YAML would read as another value', { skip: skipHelm }, () => {
   it('writes the ConfigMap key as a string: `yes` stays the key yes, not YAML 1.1’s boolean true', () => {
-    const run = runHelm([
-      'template',
-      RELEASE,
-      CHART_DIR,
-      '--namespace',
-      NAMESPACE,
-      '--kube-version',
-      KUBE_VERSION,
-      '--set-string',
-      'policies.inline.yes=kind: TenancyPolicy',
-    ]);
-    assert.equal(run.status, 0, run.stderr);
-    const configMap = parseAllDocuments(run.stdout, { version: '1.1' })
-      .map((document) => document.toJS() as KubeObject | null)
-      .find((object) => object?.kind === 'ConfigMap' && object.metadata.name.endsWith('-policies'));
-    assert.ok(configMap !== undefined && configMap !== null);
+    const configMap = templateAsYaml11(['--set-string', 'policies.inline.yes=kind: TenancyPolicy']).find(
+      (object) => object.kind === 'ConfigMap' && object.metadata.name.endsWith('-policies'),
+    );
+    assert.ok(configMap !== undefined);
     assert.deepEqual(Object.keys(at(configMap, 'data') as Record<string, unknown>), ['yes']);
   });
 });
