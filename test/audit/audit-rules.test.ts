@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
-import type { Pod } from '../../src/api/types.js';
+import type { JsonObject, Pod, Toleration } from '../../src/api/types.js';
 import { auditPod, auditRuleNames, isStoredMirrorPod, type AuditSettings, type PodSurroundings } from '../../src/audit/audit-rules.js';
 import { allPluginNames, type PluginName } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
@@ -198,4 +198,82 @@ describe('audit rules: what is left out', () => {
     assert.equal(message.match(/tolerates the dedicated taint of group/g)?.length, 10);
     assert.match(message, /and 15 more/);
   });
+});
+
+describe("missing-default-tolerations follows DefaultTolerationSeconds' and the DaemonSet controller's own rules", () => {
+  const memoryPressure = { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' };
+  const notReady = { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute' };
+  const unreachable = { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute' };
+  const daemonOwner = [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'agent', uid: 'uid-ds', controller: true }];
+  const daemonSet = [
+    notReady,
+    unreachable,
+    ...['disk-pressure', 'memory-pressure', 'pid-pressure', 'unschedulable'].map((condition) => ({
+      key: `node.kubernetes.io/${condition}`,
+      operator: 'Exists',
+      effect: 'NoSchedule',
+    })),
+  ];
+  const rows: { rule: string; tolerations: JsonObject[]; daemon?: boolean; hostNetwork?: boolean; missing: boolean }[] = [
+    {
+      rule: 'an empty key with an empty effect (tolerate everything) covers both conditions',
+      tolerations: [{ operator: 'Exists' }],
+      missing: false,
+    },
+    {
+      rule: 'only key and effect are read: not-ready Equal "x" and unreachable with negative seconds count',
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Equal', value: 'x', effect: 'NoExecute' },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: -10 },
+      ],
+      missing: false,
+    },
+    {
+      rule: 'an empty effect covers NoExecute',
+      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }, unreachable],
+      missing: false,
+    },
+    {
+      rule: 'a NoSchedule toleration of the key does not cover NoExecute',
+      tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoSchedule' }, unreachable],
+      missing: true,
+    },
+    {
+      rule: 'the deprecated node.alpha.kubernetes.io/notReady key does not count',
+      tolerations: [{ key: 'node.alpha.kubernetes.io/notReady', operator: 'Exists', effect: 'NoExecute' }, unreachable],
+      missing: true,
+    },
+    {
+      rule: 'a DaemonSet pod with the controller set has what the controller gives it',
+      tolerations: daemonSet,
+      daemon: true,
+      missing: false,
+    },
+    {
+      rule: 'a host-network DaemonSet pod also needs network-unavailable:NoSchedule',
+      tolerations: daemonSet,
+      daemon: true,
+      hostNetwork: true,
+      missing: true,
+    },
+    {
+      rule: "a DaemonSet pod whose not-ready toleration keeps tolerationSeconds lacks the controller's (it replaces the entry in place, dropping the seconds)",
+      tolerations: [{ ...notReady, tolerationSeconds: 300 }, ...daemonSet.slice(1)],
+      daemon: true,
+      missing: true,
+    },
+  ];
+  for (const row of rows) {
+    it(row.rule, () => {
+      const pod = storedPod({
+        namespace: 'shared',
+        name: 'probe',
+        node: 'plain',
+        tolerations: [...(row.tolerations as Toleration[]), memoryPressure],
+        ...(row.daemon === true ? { ownerReferences: daemonOwner } : {}),
+      }) as Pod;
+      const subject: Pod = row.hostNetwork === true ? { ...pod, spec: { ...pod.spec, hostNetwork: true } } : pod;
+      assert.equal(rulesOf(subject).includes('missing-default-tolerations'), row.missing);
+    });
+  }
 });
