@@ -43,11 +43,12 @@
  * pod whatever the API says, and refusing its mirror would only hide it.
  */
 import { isDeepStrictEqual } from 'node:util';
-import type { JsonObject, Pod } from '../api/types.js';
+import type { JsonObject, Namespace, Pod } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import {
   effectiveNamespaceNodeSelector,
   judgeNodeSelector,
+  type EffectiveSelector,
   mergeNodeSelector,
   namespaceWhitelist,
   type LabelSet,
@@ -176,11 +177,24 @@ function writesTemplate(attributes: AdmissionAttributes, template: JsonObject): 
 }
 
 export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPlugin & ValidatingPlugin {
+  // The namespace's selector, parsed once per Namespace object: the cache hands out the same
+  // object until the namespace changes, and every pod created there (on both webhooks) would
+  // otherwise parse its annotation again. Weak, so a replaced Namespace object drops its entry.
+  const selectors = new WeakMap<Namespace, EffectiveSelector>();
+  const namespaceSelector = (namespace: Namespace | undefined): EffectiveSelector => {
+    if (namespace === undefined) return effectiveNamespaceNodeSelector(undefined, config);
+    let effective = selectors.get(namespace);
+    if (effective === undefined) {
+      effective = effectiveNamespaceNodeSelector(namespace, config);
+      selectors.set(namespace, effective);
+    }
+    return effective;
+  };
   const handles = (attributes: AdmissionAttributes): boolean => isPodCreate(attributes) || isDaemonSetWrite(attributes);
 
   function admitPod(object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): MutationOutcome {
     const pod = object as Pod;
-    const effective = effectiveNamespaceNodeSelector(context.namespace, config);
+    const effective = namespaceSelector(context.namespace);
     if (effective.error !== undefined) {
       return { denial: podDenial({ verdict: 'unreadable', message: effective.error }, nameOf(object)) };
     }
@@ -204,7 +218,7 @@ export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPl
     if (found === undefined || !writesTemplate(attributes, found.template)) {
       return { object };
     }
-    const effective = effectiveNamespaceNodeSelector(context.namespace, config);
+    const effective = namespaceSelector(context.namespace);
     const own = nodeSelectorOf(found.spec);
     const merged = effective.error === undefined ? mergeNodeSelector(own, effective.selector) : own;
     const judgement = judgeNodeSelector(merged, effective, namespaceWhitelist(config, attributes.namespace));
@@ -226,7 +240,7 @@ export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPl
       return {};
     }
     const own = nodeSelectorOf(found.spec);
-    const effective = effectiveNamespaceNodeSelector(context.namespace, config);
+    const effective = namespaceSelector(context.namespace);
     const judgement = judgeNodeSelector(own, effective, namespaceWhitelist(config, attributes.namespace));
     if (judgement.verdict === 'allowed') {
       const missing = effective.error === undefined ? missingLabels(own, effective.selector) : undefined;
@@ -266,7 +280,7 @@ export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPl
         return {};
       }
       const own = nodeSelectorOf(object.spec);
-      const effective = effectiveNamespaceNodeSelector(context.namespace, config);
+      const effective = namespaceSelector(context.namespace);
       const judgement = judgeNodeSelector(own, effective, namespaceWhitelist(config, attributes.namespace));
       if (judgement.verdict !== 'allowed') {
         return { denial: podDenial(judgement, nameOf(object)) };

@@ -448,3 +448,33 @@ describe("PodNodeSelector: DaemonSet templates (tolerator's addition against the
     assert.deepEqual(plugin().validate(object, admissionAttributes(daemonSetResource, 'CREATE', object), context), {});
   });
 });
+
+describe('PodNodeSelector reads a namespace once per Namespace object', () => {
+  it('parses the annotation once for every pod of the same Namespace object, and again once the namespace changes', () => {
+    let reads = 0;
+    const counted = (annotation: string): Namespace => {
+      const annotations: Record<string, string> = {};
+      Object.defineProperty(annotations, namespaceNodeSelectorAnnotation, {
+        enumerable: true,
+        get: () => {
+          reads++;
+          return annotation;
+        },
+      });
+      return { metadata: { name: 'testNamespace', annotations } };
+    };
+    const subject = plugin();
+    const first = pluginContext({ namespace: counted('zone=a') });
+    for (let i = 0; i < 5; i++) {
+      const object = pod({}, `p${i}`);
+      const admitted = subject.admit(object, podAttributes('CREATE', object), first).object as Pod;
+      assert.deepEqual(admitted.spec?.nodeSelector, { zone: 'a' });
+      assert.deepEqual(subject.validate(admitted, podAttributes('CREATE', admitted), first), {});
+    }
+    assert.equal(reads, 1);
+    const changed = pluginContext({ namespace: counted('zone=b') });
+    const object = pod({});
+    assert.deepEqual((subject.admit(object, podAttributes('CREATE', object), changed).object as Pod).spec?.nodeSelector, { zone: 'b' });
+    assert.equal(reads, 2);
+  });
+});
