@@ -4,11 +4,12 @@
  * [--scheduler] [--controller-manager]`: a loopback control plane in the foreground, for trying
  * tolerator on a real API server. Flag names and meanings are kube-apiserver's own. It writes
  * DIR/kubeconfig (cluster-admin), links the binaries and the matching kubectl into DIR/bin/,
- * writes DIR/ready once /readyz answers, and on SIGTERM or SIGINT stops every process it started
+ * writes DIR/ready once /readyz answers (and DIR/pids, one process it started a line), and on SIGTERM or SIGINT stops every process it started
  * and exits 0. Exit 2 for a usage error, 1 when a component fails to start (its log's end is
  * printed).
  */
-import { resolve } from 'node:path';
+import { writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { startControlPlane } from './control-plane.js';
 
@@ -68,6 +69,13 @@ async function main(argv: readonly string[]): Promise<number> {
     console.error((error as Error).message);
     return 1;
   }
+  writeFileSync(
+    join(dir, 'pids'),
+    plane
+      .pids()
+      .map((pid) => `${pid}\n`)
+      .join(''),
+  );
   console.log(`control plane ${plane.version} ready at ${plane.server}`);
   console.log(`  export KUBECONFIG=${plane.kubeconfig}; PATH=${dir}/bin:$PATH   (Ctrl-C stops it)`);
   const signal = await new Promise<NodeJS.Signals>((done) => {

@@ -10,6 +10,7 @@
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as k8s from '@kubernetes/client-node';
@@ -192,7 +193,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
     for (const object of webhooksAt(rendered, `https://127.0.0.1:${port}`, ca.cert)) {
       await admin.objects.create(asKubernetesObject(object));
     }
-    await waitForWebhooks(admin.objects, () => served);
+    await waitForWebhooks(admin.objects, port, ca.cert);
 
     return {
       plane,
@@ -241,12 +242,33 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
   }
 }
 
+/** The webhooks (`mutate`, `validate`) tolerator's /metrics counts reviews of, at any log level. */
+export async function reviewedWebhooks(port: number, ca: string): Promise<Set<string>> {
+  const text = await new Promise<string>((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path: '/metrics', ca, timeout: 5_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('/metrics timed out')));
+    req.on('error', reject);
+    req.end();
+  });
+  const sides = new Set<string>();
+  for (const match of text.matchAll(/^tolerator_admission_reviews_total\{[^}]*webhook="(\w+)"[^}]*\} (\d+)/gm)) {
+    if (Number(match[2]) > 0) sides.add(match[1]!);
+  }
+  return sides;
+}
+
 /**
  * A new webhook configuration reaches the API server's admission chain through an informer, a
- * moment after it is created. Polls with a dry-run pod in `default` until tolerator has logged
- * a review from both webhooks (at most 60 s).
+ * moment after it is created. Polls with a dry-run pod in `default` until tolerator's metrics
+ * count a review from both webhooks (at most 60 s).
  */
-async function waitForWebhooks(objects: k8s.KubernetesObjectApi, served: () => ServedProcess | undefined): Promise<void> {
+async function waitForWebhooks(objects: k8s.KubernetesObjectApi, port: number, ca: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   const probe: Manifest = {
     apiVersion: 'v1',
@@ -256,8 +278,7 @@ async function waitForWebhooks(objects: k8s.KubernetesObjectApi, served: () => S
   };
   while (Date.now() < deadline) {
     await createObject(objects, probe, 'All').catch(() => undefined);
-    const logs = served()?.logs ?? [];
-    const sides = new Set(logs.filter((entry) => entry.msg === 'admission review').map((entry) => entry.webhook));
+    const sides = await reviewedWebhooks(port, ca).catch(() => new Set<string>());
     if (sides.has('mutate') && sides.has('validate')) return;
     await sleep(200);
   }
