@@ -11,6 +11,9 @@
  *                                 while the toleration merge is quadratic): replaces that
  *                                 section of bench/RESULTS.md and leaves the rest as it is;
  *                                 add --worst-filter <text> to run only the shapes naming it
+ *   npm run bench -- --only e2e   only pod creation through a real kube-apiserver with and
+ *                                 without tolerator's webhooks (bench/e2e.ts; needs
+ *                                 `npm run control-plane:build`, about two minutes)
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
@@ -32,6 +35,7 @@ import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload }
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
+import { measureE2e, spliceE2eSection } from './e2e.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -44,8 +48,8 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit') {
-  throw new Error(`--only ${flags.only}: the sections that run alone are "worst" and "audit"`);
+if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit' && flags.only !== 'e2e') {
+  throw new Error(`--only ${flags.only}: the sections that run alone are "worst", "audit" and "e2e"`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -236,6 +240,25 @@ async function main(): Promise<void> {
     // The date and machine go after the title (the first three lines: marker, title, blank).
     return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
   };
+  if (flags.only === 'e2e') {
+    try {
+      const sectionStarted = new Date();
+      const load = loadavg();
+      const section = await measureE2e({ dir, quick, note });
+      const header = [
+        `- date: ${sectionStarted.toISOString()}; command: \`npm run bench -- ${process.argv.slice(2).join(' ')}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+        `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}`,
+      ];
+      const lines = [...section.slice(0, 3), ...header, ...section.slice(3)];
+      for (const line of lines) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceE2eSection(readFileSync(file, 'utf8'), lines));
+      note('replaced the e2e section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   if (flags.only === 'audit') {
     try {
       const section = await audit();

@@ -186,11 +186,15 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
       return process;
     };
 
-    // RBAC and the namespace first, so tolerator's informers can list from the start.
+    // RBAC and the namespace first, so tolerator's informers can list from the start; the
+    // webhooks once it serves, since their URL holds its port.
     const rendered = renderShipped(options.webhooks ?? 'kustomize');
+    const isWebhook = (object: Manifest): boolean => object.kind.endsWith('WebhookConfiguration');
+    const placeholder = webhooksAt(rendered, 'https://127.0.0.1:0', ca.cert);
+    for (const object of placeholder.filter((object) => !isWebhook(object))) await admin.objects.create(asKubernetesObject(object));
     served = await serve(0);
     const port = served.port;
-    for (const object of webhooksAt(rendered, `https://127.0.0.1:${port}`, ca.cert)) {
+    for (const object of webhooksAt(rendered, `https://127.0.0.1:${port}`, ca.cert).filter(isWebhook)) {
       await admin.objects.create(asKubernetesObject(object));
     }
     await waitForWebhooks(admin.objects, port, ca.cert);
