@@ -58,7 +58,10 @@ export function renderShipped(source: WebhookSource): KubeObject[] {
     encoding: 'utf8',
   });
   if (run.status !== 0) throw new Error(`helm template failed:\n${run.stderr}`);
-  return parseManifests(run.stdout, 'helm template');
+  // A chart renders no Namespace for its release: `helm install --namespace tolerator-system
+  // --create-namespace` makes it, and so must this install before the ServiceAccount in it.
+  const namespace: KubeObject = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'tolerator-system' } };
+  return [namespace, ...parseManifests(run.stdout, 'helm template')];
 }
 
 const INSTALLED_KINDS = new Set([
