@@ -647,6 +647,25 @@ describe('webhook configurations', () => {
           }
         }
       });
+
+      it('a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pods are sent to the webhook', () => {
+        // NodeRestriction's NodeIdentity, which the Node authorizer shares: the name and the group.
+        const mirror = { metadata: { name: 'etcd-node-1', annotations: { 'kubernetes.io/config.mirror': 'abc' } } };
+        for (const hook of hooks) {
+          const called = (userInfo: object): boolean =>
+            (hook.matchConditions ?? []).every(
+              ({ expression }) =>
+                evaluate(expression, {
+                  request: { operation: 'CREATE', resource: { group: '', version: 'v1', resource: 'pods' }, userInfo },
+                  object: mirror,
+                  oldObject: null,
+                }) === true,
+            );
+          assert.equal(called({ username: 'system:node:node-1', groups: ['system:authenticated'] }), true, 'outside system:nodes');
+          assert.equal(called({ username: 'system:node:node-1' }), true, 'no groups at all: sent, and no evaluation error');
+          assert.equal(called({ username: 'system:node:node-1', groups: ['system:nodes', 'system:authenticated'] }), false, 'a kubelet');
+        }
+      });
     });
   }
 

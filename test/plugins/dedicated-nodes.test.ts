@@ -263,6 +263,15 @@ describe('DedicatedNodes admit on pod CREATE', () => {
       want: { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }], decision: 'mutated' },
     },
     {
+      name: 'a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pod is mutated',
+      given: {
+        ns: 'ml',
+        pod: pod({}, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+        userInfo: { ...kubeletUser, groups: ['system:authenticated'] },
+      },
+      want: { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }], decision: 'mutated' },
+    },
+    {
       name: 'a pod of a namespace with no group is left unchanged',
       given: { ns: 'web', pod: pod() },
       want: { unchanged: true },
@@ -442,6 +451,15 @@ describe('DedicatedNodes validate', () => {
         ns: 'web',
         pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
         userInfo: { ...kubeletUser, username: 'alice' },
+      },
+      want: { denial: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
+    },
+    {
+      name: 'a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pod on another group node is denied',
+      given: {
+        ns: 'web',
+        pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+        userInfo: { ...kubeletUser, groups: ['system:authenticated'] },
       },
       want: { denial: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
     },
