@@ -183,6 +183,7 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
         'non-tenant-pod-create',
         'prefix-tenant-pod-create',
         'self-exempt-label-tenant-pod-create',
+        'tenant-daemonset-pod-from-controller-create',
         'tenant-daemonset-pod-matchfields-create',
         'tenant-group-without-nodes-warning-create',
         'tenant-pod-after-mutation-create',
