@@ -1039,3 +1039,56 @@ describe('DedicatedNodes keeps its messages bounded whatever the number of viola
     assert.doesNotMatch(forbiddenMessage(outcome.denial), /more violations/);
   });
 });
+
+// --- templates are their controllers' pods ----------------------------------------------------
+
+describe("DedicatedNodes: a workload's template is judged as its controller's pods will be, not as its writer", () => {
+  // The shipped prefix policy's exemption: pods that a member of platform-admins creates itself.
+  const exemptsAdmins = compilePolicy('exempts-admins', { ...labelPolicySpec(), exempt: "'platform-admins' in request.userInfo.groups" });
+  const admin = { username: 'pat', uid: '', groups: ['platform-admins', 'system:authenticated'], extra: {} };
+
+  it('a pod a platform admin creates itself is exempt', () => {
+    const given = pod({ nodeSelector: { dedicated: 'team-b' } });
+    const outcome = createDedicatedNodes(() => ({ policies: [exemptsAdmins] })).admit(
+      given,
+      podAttributes('CREATE', given, undefined, 'ml', admin),
+      context('ml'),
+    );
+    assert.equal(outcome.object, given);
+    assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], 'exempt');
+  });
+
+  it("a platform admin's DaemonSet template gets the pair: the DaemonSet controller's pods are not exempt", () => {
+    const given = daemonSet({});
+    const outcome = createDedicatedNodes(() => ({ policies: [exemptsAdmins] })).admit(
+      given,
+      { ...daemonSetAttributes('CREATE', given), userInfo: admin },
+      context('ml'),
+    );
+    const templateSpec = ((specOf(outcome.object).template as JsonObject).spec ?? {}) as JsonObject;
+    assert.deepEqual(
+      { tolerations: templateSpec.tolerations, terms: requiredTermsOf(templateSpec) },
+      { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }] },
+    );
+  });
+
+  it("a platform admin's Deployment asking for another group's nodes is denied: the ReplicaSet controller's pods would be", () => {
+    const given: JsonObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'w', namespace: 'ml' },
+      spec: { template: { metadata: {}, spec: { containers: [{ name: 'c', image: 'c:1' }], nodeSelector: { dedicated: 'team-b' } } } },
+    };
+    const attributes: AdmissionAttributes = {
+      ...podAttributes('CREATE', given, undefined, 'ml', admin),
+      kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+      resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+      name: 'w',
+    };
+    const outcome = createDedicatedNodes(() => ({ policies: [exemptsAdmins] })).validate(given, attributes, context('ml'));
+    assert.match(
+      forbiddenMessage(outcome.denial),
+      /^Deployment pod templates in namespace "ml" \(group "gpu", policy "exempts-admins"\) may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.template\.spec\.nodeSelector selects dedicated=team-b, not the namespace's group gpu$/,
+    );
+  });
+});
