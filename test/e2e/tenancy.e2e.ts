@@ -13,10 +13,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import type * as k8s from '@kubernetes/client-node';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { createFakeNodes } from '../cluster/fake-node.js';
 import { pollUntil } from '../cluster/poll.js';
 import {
+  clientsFor,
   createObject,
   plain,
   refusal,
@@ -115,6 +117,7 @@ function denied(webhook: 'validate' | 'mutate', message: string): string {
 describe('dedicated-node tenancy through kube-apiserver and kube-controller-manager', { skip }, () => {
   let cluster: ToleratorOnCluster;
   let dir: string;
+  let platformAdmin: k8s.KubernetesObjectApi;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tolerator-e2e-tenancy-'));
@@ -127,6 +130,16 @@ describe('dedicated-node tenancy through kube-apiserver and kube-controller-mana
       await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
     }
     await createFakeNodes(cluster.objects, nodes);
+    // A member of platform-admins, whom the prefix policy exempts (cluster-admin, as such a group
+    // usually is).
+    await createObject(cluster.objects, {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'platform-admins' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'cluster-admin' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'platform-admins' }],
+    });
+    platformAdmin = clientsFor(await cluster.plane.kubeconfigFor('pat', ['platform-admins'])).objects;
   });
   after(async () => {
     await (cluster as ToleratorOnCluster | undefined)?.stop();
@@ -359,5 +372,38 @@ describe('dedicated-node tenancy through kube-apiserver and kube-controller-mana
       answer.status.message ?? '',
       /^admission webhook "mutate\.tolerator\.dev" denied the request: DaemonSet pod templates in namespace "ml" \(group "gpu", policy "dedicated-by-namespace-label"\) may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.template\.spec\.nodeSelector/,
     );
+  });
+
+  it("a platform admin's own pod is exempt (prefix policy), but its Deployment is judged as the ReplicaSet controller's pods will be: refused", async () => {
+    const elsewhere = { nodeSelector: { tenant: 'team-b' } };
+    // Exempt: a pod pat creates directly keeps its own choice and gets no pair.
+    const own = specOf(await createObject(platformAdmin, pod('debug', 'team-a-dev', elsewhere)));
+    assert.deepEqual(own.nodeSelector, { tenant: 'team-b' });
+    assert.deepEqual(own.tolerations, [notReady, unreachable, memoryPressure]);
+    // Its Deployment's pods are requested by the controller, which no policy exempts: they would be
+    // refused one by one, so the Deployment is refused when it is applied.
+    const answer = await refusal(createObject(platformAdmin, withTemplate('Deployment', 'debug', 'team-a-dev', elsewhere, 1)));
+    assert.equal(answer.code, 403);
+    assert.equal(answer.status.reason, 'Forbidden');
+    assert.equal(
+      answer.status.message,
+      denied(
+        'validate',
+        `Deployment pod templates in namespace "team-a-dev" (group "team-a", policy "${prefixPolicy}") may only run on nodes labelled tenant=team-a, but the pod asks for other nodes: spec.template.spec.nodeSelector selects tenant=team-b, not the namespace's group team-a`,
+      ),
+    );
+  });
+
+  it("a platform admin's DaemonSet in a team namespace is given the pair, so the DaemonSet controller's pods go to the team's nodes", async () => {
+    const stored = await createObject(platformAdmin, withTemplate('DaemonSet', 'team-agent', 'team-a-dev', {}));
+    const teamA = { key: 'tenant', operator: 'Equal', value: 'team-a', effect: 'NoSchedule' };
+    assert.deepEqual(specOf((stored.spec as { template: Manifest }).template).tolerations, [teamA]);
+    const [daemonPod] = await podsOf('team-a-dev', 'team-agent', 1);
+    assert.ok(daemonPod !== undefined);
+    const [term] = (termsOf(specOf(daemonPod)) ?? []) as { matchExpressions?: unknown[]; matchFields?: { values: string[] }[] }[];
+    assert.deepEqual(term, {
+      matchFields: [{ key: 'metadata.name', operator: 'In', values: ['team-a-1'] }],
+      matchExpressions: [{ key: 'tenant', operator: 'In', values: ['team-a'] }],
+    });
   });
 });
