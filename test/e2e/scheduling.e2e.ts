@@ -115,6 +115,17 @@ function pod(each: Case): Manifest {
   };
 }
 
+/** A tenant DaemonSet: the DaemonSet controller makes its pods, the scheduler binds them. */
+const daemonSet: Manifest = {
+  apiVersion: 'apps/v1',
+  kind: 'DaemonSet',
+  metadata: { name: 'gpu-agent', namespace: 'ml' },
+  spec: {
+    selector: { matchLabels: { app: 'gpu-agent' } },
+    template: { metadata: { labels: { app: 'gpu-agent' } }, spec: { containers: [{ name: 'agent', image: 'registry.example/agent:1' }] } },
+  },
+};
+
 interface StoredPod extends Manifest {
   spec: { nodeName?: string };
   status?: { conditions?: { type: string; status: string; reason?: string; message?: string }[] };
@@ -136,12 +147,17 @@ describe('kube-scheduler places what tolerator admits, where tolerator simulate 
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tolerator-e2e-scheduling-'));
-    cluster = await startToleratorOnCluster({ dir, plane: { scheduler: true }, serveArgs: ['--policies', join(REPO_ROOT, 'policies')] });
+    cluster = await startToleratorOnCluster({
+      dir,
+      plane: { scheduler: true, controllerManager: true },
+      serveArgs: ['--policies', join(REPO_ROOT, 'policies')],
+    });
     for (const [name, labels] of Object.entries(namespaces)) {
       await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
     }
     await createFakeNodes(cluster.objects, nodes);
     for (const each of cases) await createObject(cluster.objects, pod(each));
+    await createObject(cluster.objects, daemonSet);
 
     for (const each of cases) {
       decided.set(
@@ -165,7 +181,7 @@ describe('kube-scheduler places what tolerator admits, where tolerator simulate 
       JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [await listed('Namespace'), await listed('Node')] }),
     );
     const podsFile = join(dir, 'pods.json');
-    writeFileSync(podsFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: cases.map(pod) }));
+    writeFileSync(podsFile, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...cases.map(pod), daemonSet] }));
     const run = spawnSync(
       process.execPath,
       [
@@ -226,4 +242,23 @@ describe('kube-scheduler places what tolerator admits, where tolerator simulate 
       assert.match(scheduled.message ?? '', /^0\/7 nodes are available: /);
     });
   }
+
+  it("a tenant DaemonSet's pods are bound one to each of its group's nodes, and to no other, as simulate says", async () => {
+    let seen: string[] = [];
+    const bound = await pollUntil(
+      'both gpu-agent pods bound',
+      async () => {
+        const pods = (
+          plain(await cluster.objects.list('v1', 'Pod', 'ml', undefined, undefined, undefined, undefined, 'app=gpu-agent')) as {
+            items: StoredPod[];
+          }
+        ).items;
+        seen = pods.map((each) => each.spec.nodeName ?? '(pending)');
+        return pods.length === 2 && pods.every((each) => each.spec.nodeName !== undefined) ? seen : undefined;
+      },
+      { describe: () => seen.join(', ') },
+    );
+    assert.deepEqual(predicted.get('DaemonSet/gpu-agent'), ['gpu-1', 'gpu-2']);
+    assert.deepEqual(bound.sort(), ['gpu-1', 'gpu-2']);
+  });
 });
