@@ -10,7 +10,7 @@ import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 
-const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
+export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
 
 /** Deny refuses the request; Warn lets it through with AdmissionReview warnings. */
@@ -47,6 +47,8 @@ export interface PolicyLoadError {
   readonly file: string;
   /** 1-based line in the file of the offending value, when the source positions are known. */
   readonly line?: number;
+  /** 1-based index of the YAML document in its file, for a document that is not a TenancyPolicy at all. */
+  readonly document?: number;
   /** metadata.name, when the document has one. */
   readonly policy?: string;
   /** The field at fault, e.g. `spec.group`. */
@@ -56,9 +58,15 @@ export interface PolicyLoadError {
   readonly message: string;
 }
 
-/** `file:line: TenancyPolicy "name": spec.group: line 1, column 5 of the expression: message`. */
+/**
+ * `file:line: TenancyPolicy "name": spec.group: line 1, column 5 of the expression: message`, or
+ * `file:line: document 2: message` for a document that is not a TenancyPolicy.
+ */
 export function formatPolicyLoadError(error: PolicyLoadError): string {
   const parts = [error.line === undefined ? error.file : `${error.file}:${error.line}`];
+  if (error.document !== undefined) {
+    parts.push(`document ${error.document}`);
+  }
   if (error.policy !== undefined) {
     parts.push(`${tenancyPolicyKind} "${error.policy}"`);
   }
