@@ -131,6 +131,8 @@ export interface CompiledExpression<T extends ExpressionResultType> {
    * in the order they appear: see tenantWrittenReads.
    */
   readonly tenantWrittenReads: readonly string[];
+  /** The reads of the namespace's name (`namespaceObject.metadata.name`, …), each once: see namespaceNameReads. */
+  readonly namespaceNameReads: readonly string[];
   /** Throws ExpressionEvaluationError when the expression fails or yields another type. */
   evaluate(variables: CelVariables): ResultValue<T>;
 }
@@ -191,6 +193,7 @@ export function compileExpression<T extends ExpressionResultType>(source: string
       resultType,
       variables: referencedVariables(parsed.ast),
       tenantWrittenReads: tenantWrittenReads(parsed.ast),
+      namespaceNameReads: namespaceNameReads(parsed.ast),
       evaluate: (variables) => evaluateChecked(parsed, source, resultType, variables),
     },
   };
@@ -452,6 +455,55 @@ export function tenantWrittenReads(root: ASTNode): string[] {
   };
   visit(root);
   return [...reads];
+}
+
+/**
+ * The reads of the namespace's name an expression makes: `namespaceObject.metadata.name`, its
+ * label `kubernetes.io/metadata.name` (which the API server sets to the name), `request.namespace`
+ * and `object.metadata.namespace` (the API server sets both from the request path, so a pod's
+ * author cannot choose them, but whoever creates the namespace chose them). Where users may
+ * create namespaces (a self-provisioner role, hierarchical namespaces, Capsule), a rule deciding
+ * from the name lets any of them pick the answer: `team-a-x` joins group team-a, `logging` reaches
+ * every group. A label can be guarded by a policy engine on create and update; a name only by
+ * restricting who may create which names.
+ */
+export function namespaceNameReads(root: ASTNode): string[] {
+  const reads = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(visit);
+      return;
+    }
+    if (!isAstNode(node)) {
+      return;
+    }
+    const chain = selectionChain(node);
+    if (chain !== undefined) {
+      const name = namespaceNameRead(chain.path);
+      if (name !== undefined) {
+        reads.add(name);
+      }
+      chain.computedIndexes.forEach(visit);
+      return;
+    }
+    visit(node.args);
+  };
+  visit(root);
+  return [...reads];
+}
+
+function namespaceNameRead(path: readonly string[]): string | undefined {
+  const [variable, first, second, third] = path;
+  if (variable === 'namespaceObject' && first === 'metadata') {
+    if (second === 'name') return 'namespaceObject.metadata.name';
+    if (second === 'labels' && third === 'kubernetes.io/metadata.name')
+      return "namespaceObject.metadata.labels['kubernetes.io/metadata.name']";
+    return undefined;
+  }
+  if (variable === 'request' && first === 'namespace') return 'request.namespace';
+  if ((variable === 'object' || variable === 'oldObject') && first === 'metadata' && second === 'namespace')
+    return `${variable}.metadata.namespace`;
+  return undefined;
 }
 
 const selections = new Set(['.', '.?']);

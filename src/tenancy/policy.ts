@@ -195,6 +195,9 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
     ...tenantWrittenCautions(name, 'group', group),
     ...tenantWrittenCautions(name, 'exempt', exempt),
     ...tenantWrittenCautions(name, 'infrastructure', infrastructure),
+    ...namespaceNameCautions(name, 'group', group),
+    ...namespaceNameCautions(name, 'exempt', exempt),
+    ...namespaceNameCautions(name, 'infrastructure', infrastructure),
   ];
   return {
     policy: { name, file: origin.file, group, taint, nodeLabel, exempt, infrastructure, enforcement: enforcement as Enforcement, cautions },
@@ -220,6 +223,28 @@ function tenantWrittenCautions(
   }
   return [
     `${tenancyPolicyKind} "${name}" spec.${field} reads ${reads.join(', ')}, which whoever creates the pod or workload writes: ${tenantWrittenConsequences[field]}. Decide it from what a tenant cannot write: namespaceObject (its labels are set by whoever may update namespaces) or request.userInfo (set by the API server from the caller's credentials)`,
+  ];
+}
+
+/** What each rule lets anyone who may create namespaces do when it decides from the namespace's name. */
+const namespaceNameConsequences: Record<'group' | 'exempt' | 'infrastructure', string> = {
+  group: "anyone who may create a namespace can name it into any group, and run on that group's nodes",
+  exempt: 'anyone who may create a namespace can name it so that its pods are exempt',
+  infrastructure: "anyone who may create a namespace can name it as infrastructure and reach every group's nodes",
+};
+
+/** See namespaceNameReads in cel.ts: a name is chosen by whoever creates the namespace. */
+function namespaceNameCautions(
+  name: string,
+  field: 'group' | 'exempt' | 'infrastructure',
+  expression: CompiledExpression<ExpressionResultType> | undefined,
+): string[] {
+  const reads = expression?.namespaceNameReads ?? [];
+  if (reads.length === 0) {
+    return [];
+  }
+  return [
+    `${tenancyPolicyKind} "${name}" spec.${field} reads ${reads.join(', ')}: the namespace's name, which whoever creates the namespace chooses. Wherever users may create namespaces (a self-provisioner role, hierarchical namespaces, Capsule), ${namespaceNameConsequences[field]}. Use it only where the platform team alone creates namespaces, or decide from a namespace label that a policy engine guards on create and update`,
   ];
 }
 
