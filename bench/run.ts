@@ -17,6 +17,8 @@
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
+ *   npm run bench -- --only regex only the CEL regular-expression section (bench/cel-regex.ts:
+ *                                 RE2 against V8 RegExp, seconds): replaces that section
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -36,6 +38,7 @@ import { checkAnswer, residentBytes, startServer, type Certificate, type Running
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
 import { measureE2e, spliceE2eSection } from './e2e.js';
+import { measureCelRegex, spliceRegexSection } from './cel-regex.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -48,8 +51,9 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit' && flags.only !== 'e2e') {
-  throw new Error(`--only ${flags.only}: the sections that run alone are "worst", "audit" and "e2e"`);
+const aloneSections = ['worst', 'audit', 'e2e', 'regex'];
+if (flags.only !== undefined && !aloneSections.includes(flags.only)) {
+  throw new Error(`--only ${flags.only}: the sections that run alone are ${aloneSections.map((name) => `"${name}"`).join(', ')}`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -254,6 +258,28 @@ async function main(): Promise<void> {
       const file = join(root, 'bench', 'RESULTS.md');
       writeFileSync(file, spliceE2eSection(readFileSync(file, 'utf8'), lines));
       note('replaced the e2e section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  /** The CEL regular-expression section: its lines, with the date and machine after the title. */
+  const regex = (): string[] => {
+    const load = loadavg();
+    const host = machine();
+    const section = measureCelRegex(note);
+    const header = [
+      `- date: ${new Date().toISOString()}; machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average ${load.map((n) => n.toFixed(2)).join(' ')}`,
+    ];
+    return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
+  };
+  if (flags.only === 'regex') {
+    try {
+      const section = regex();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceRegexSection(readFileSync(file, 'utf8'), section));
+      note('replaced the CEL regular-expression section of bench/RESULTS.md');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -699,6 +725,8 @@ async function main(): Promise<void> {
       for (const line of await worst()) out(line);
       out();
       for (const line of await audit()) out(line);
+      out();
+      for (const line of regex()) out(line);
       out();
     }
 

@@ -421,7 +421,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
 
     const foreign: string[] = [];
     for (const { toleration, index } of judgedTolerations) {
-      const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup, context.gates.TaintTolerationComparisonOperators);
+      const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
       if (tolerated !== undefined) {
         foreign.push(
           `${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`,

@@ -519,8 +519,34 @@ describe('DedicatedNodes validate', () => {
       want: { denial: /a numeric range of groups/ },
     },
     {
-      name: 'a Gt toleration tolerates nothing when the comparison gate is off',
+      // kube-scheduler reads its own gate: with the API server's off and the scheduler's on, the
+      // toleration reaches every group named by an integer above 5.
+      name: 'a Gt toleration on the key is foreign when the comparison gate is off too',
       given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }) },
+      want: {
+        denial:
+          /spec\.tolerations\[0\] tolerates the dedicated taints of a numeric range of groups \(Gt: .*whatever the API server's gate\)/,
+      },
+    },
+    {
+      name: 'dedicated=2024: a ratcheted UPDATE adding {key: dedicated, operator: Gt, value: "0"} is denied with the API server\'s gate off',
+      given: {
+        ns: 'web',
+        operation: 'UPDATE',
+        // The old pod already uses Gt (on another key), so the API server's ratchet lets the UPDATE add one.
+        oldPod: pod({ tolerations: [{ key: 'example.com/generation', operator: 'Gt', value: '1' }] }),
+        pod: pod({
+          tolerations: [
+            { key: 'example.com/generation', operator: 'Gt', value: '1' },
+            { key: 'dedicated', operator: 'Gt', value: '0' },
+          ],
+        }),
+      },
+      want: { denial: /^spec\.tolerations\[1\] tolerates the dedicated taints of a numeric range of groups/, decision: 'denied' },
+    },
+    {
+      name: "a Gt toleration on another key is nobody's business, under either gate",
+      given: { ns: 'web', pod: pod({ tolerations: [{ key: 'example.com/generation', operator: 'Gt', value: '5' }] }) },
       want: { decision: 'allowed' },
     },
     {
