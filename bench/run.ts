@@ -14,6 +14,9 @@
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
+ *   npm run bench -- --only patch only the patch section (bench/patch.ts: tolerator's patches
+ *                                 applied by kubectl patch --local, about a minute): replaces
+ *                                 that section and leaves the rest as it is
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -32,6 +35,7 @@ import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload }
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
+import { measurePatchCost, splicePatchSection } from './patch.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -44,8 +48,8 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit') {
-  throw new Error(`--only ${flags.only}: the sections that run alone are "worst" and "audit"`);
+if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit' && flags.only !== 'patch') {
+  throw new Error(`--only ${flags.only}: the sections that run alone are "worst", "audit" and "patch"`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -236,6 +240,32 @@ async function main(): Promise<void> {
     // The date and machine go after the title (the first three lines: marker, title, blank).
     return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
   };
+  /** The patch section: its lines. */
+  const patch = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const host = machine();
+    const section = await measurePatchCost({ dir, note });
+    const header = [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
+    ];
+    return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
+  };
+  if (flags.only === 'patch') {
+    try {
+      const section = await patch();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, splicePatchSection(readFileSync(file, 'utf8'), section));
+      note('replaced the patch section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   if (flags.only === 'audit') {
     try {
       const section = await audit();
@@ -676,6 +706,8 @@ async function main(): Promise<void> {
       for (const line of await worst()) out(line);
       out();
       for (const line of await audit()) out(line);
+      out();
+      for (const line of await patch()) out(line);
       out();
     }
 

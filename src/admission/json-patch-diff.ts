@@ -84,22 +84,32 @@ export function escapePointerToken(token: string): string {
   return token.replaceAll('~', '~0').replaceAll('/', '~1');
 }
 
+/** The bounds of a diff: the ones above, always, but for `npm run bench`'s measure of a diff without them. */
+export interface PatchBounds {
+  readonly maxArrayOperations: number;
+  readonly negligibleCopies: number;
+  readonly maxPatchOperations: number;
+}
+
+const patchBounds: PatchBounds = { maxArrayOperations, negligibleCopies, maxPatchOperations };
+
 /**
  * The patch that turns `original` into `changed`, within the bounds above. Throws when it cannot
  * be bounded without re-sending a number a double cannot carry exactly.
  */
-export function diffJson(original: unknown, changed: unknown): JsonPatchOperation[] {
-  const state: DiffState = { out: [], exact: new WeakMap() };
+export function diffJson(original: unknown, changed: unknown, bounds: PatchBounds = patchBounds): JsonPatchOperation[] {
+  const state: DiffState = { out: [], exact: new WeakMap(), bounds };
   diffInto(original, changed, '', state);
-  if (state.out.length > maxPatchOperations) {
+  if (state.out.length > bounds.maxPatchOperations) {
     throw new Error(
-      `could not decide: the patch would hold ${state.out.length} operations (at most ${maxPatchOperations}), and the values that would replace them hold integers beyond 2^53, which cannot be re-sent exactly`,
+      `could not decide: the patch would hold ${state.out.length} operations (at most ${bounds.maxPatchOperations}), and the values that would replace them hold integers beyond 2^53, which cannot be re-sent exactly`,
     );
   }
   return state.out;
 }
 
 interface DiffState {
+  readonly bounds: PatchBounds;
   /** The operations so far, in order; a subtree's operations are one contiguous run of it. */
   readonly out: JsonPatchOperation[];
   /** carriesExactly's answers for the objects and arrays already walked. */
@@ -167,7 +177,8 @@ function diffArrays(
   const start = out.length;
   const anchors = findAnchors(original, changed);
   const longest = Math.max(original.length, changed.length);
-  const allowed = maxArrayOperations + Math.floor(negligibleCopies / Math.max(longest, 1));
+  const { bounds } = state;
+  const allowed = bounds.maxArrayOperations + Math.floor(bounds.negligibleCopies / Math.max(longest, 1));
   let copying = 0;
   let position = 0;
   let fromOriginal = 0;
@@ -228,7 +239,7 @@ function replaceArray(state: DiffState, path: string, value: readonly unknown[])
 function boundOperations(state: DiffState, start: number, path: string, value: unknown, children: readonly ChangedChild[]): void {
   const { out } = state;
   const count = out.length - start;
-  if (count <= maxPatchOperations) {
+  if (count <= state.bounds.maxPatchOperations) {
     return;
   }
   if (path !== '' && carriesExactly(value, state.exact)) {
@@ -236,7 +247,7 @@ function boundOperations(state: DiffState, start: number, path: string, value: u
     out.push({ op: 'replace', path, value });
     return;
   }
-  let excess = count - maxPatchOperations;
+  let excess = count - state.bounds.maxPatchOperations;
   const chosen = new Set<ChangedChild>();
   const largestFirst = [...children].sort((a, b) => b.end - b.start - (a.end - a.start));
   for (const child of largestFirst) {
