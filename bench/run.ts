@@ -19,6 +19,9 @@
  *                                 minute): replaces that section and leaves the rest as it is
  *   npm run bench -- --only regex only the CEL regular-expression section (bench/cel-regex.ts:
  *                                 RE2 against V8 RegExp, seconds): replaces that section
+ *   npm run bench -- --only patch only the patch section (bench/patch.ts: tolerator's patches
+ *                                 applied by kubectl patch --local, about a minute): replaces
+ *                                 that section and leaves the rest as it is
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -39,6 +42,7 @@ import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } f
 import { measureAudit, spliceAuditSection } from './audit.js';
 import { measureE2e, spliceE2eSection } from './e2e.js';
 import { measureCelRegex, spliceRegexSection } from './cel-regex.js';
+import { measurePatchCost, splicePatchSection } from './patch.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -51,7 +55,7 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-const aloneSections = ['worst', 'audit', 'e2e', 'regex'];
+const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch'];
 if (flags.only !== undefined && !aloneSections.includes(flags.only)) {
   throw new Error(`--only ${flags.only}: the sections that run alone are ${aloneSections.map((name) => `"${name}"`).join(', ')}`);
 }
@@ -280,6 +284,32 @@ async function main(): Promise<void> {
       const file = join(root, 'bench', 'RESULTS.md');
       writeFileSync(file, spliceRegexSection(readFileSync(file, 'utf8'), section));
       note('replaced the CEL regular-expression section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  /** The patch section: its lines. */
+  const patch = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const host = machine();
+    const section = await measurePatchCost({ dir, note });
+    const header = [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
+    ];
+    return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
+  };
+  if (flags.only === 'patch') {
+    try {
+      const section = await patch();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, splicePatchSection(readFileSync(file, 'utf8'), section));
+      note('replaced the patch section of bench/RESULTS.md');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -727,6 +757,8 @@ async function main(): Promise<void> {
       for (const line of await audit()) out(line);
       out();
       for (const line of regex()) out(line);
+      out();
+      for (const line of await patch()) out(line);
       out();
     }
 

@@ -30,6 +30,7 @@
  * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { clipText, spellOut } from '../api/text-bounds.js';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
@@ -403,7 +404,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   const unjudgeableNode = judgeNodeName && node === undefined && !context.nodesKnown;
   if (unjudgeableNode) {
     warnings.push(
-      `DedicatedNodes: node "${nodeName}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
+      `DedicatedNodes: node "${clipText(nodeName)}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
     );
   }
 
@@ -438,7 +439,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     if (foreignReach.length > 0) {
       involved.add(policy);
       if (evaluator.infrastructure(policy)) {
-        infrastructureUses.push(`${policy.name}: ${foreignReach.join('; ')}`);
+        infrastructureUses.push(`${policy.name}: ${spellOut(foreignReach, (use) => use, '; ')}`);
       } else {
         for (const message of foreignReach) {
           violations.push({ policy, message: `${message}; ${whoMay(prepared, ownGroup, conflict !== undefined)}` });
@@ -501,7 +502,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
   if (missing.length > 0) {
     messages.push(
-      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${missing.join(', ')}`,
+      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
     );
   }
   return messages;
@@ -518,7 +519,7 @@ function contradictionMessage(
   group: string,
   contradictions: readonly { field: string; detail: string }[],
 ): string {
-  const each = contradictions.map(({ field, detail }) => `${field} ${detail}`).join('; ');
+  const each = spellOut(contradictions, ({ field, detail }) => `${field} ${detail}`, '; ');
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
 }
 

@@ -10,6 +10,7 @@
  * only the label counts, because that is what the tenant's required affinity (which the kubelet
  * re-checks at admission) demands.
  */
+import { clipText, spellOut } from '../api/text-bounds.js';
 import type { Node, Taint, Toleration } from '../api/types.js';
 import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
 import type { TenancyPolicy } from './policy.js';
@@ -64,7 +65,7 @@ export function foreignGroupsTolerated(toleration: Toleration, policy: TenancyPo
     case 'Equal': {
       const value = toleration.value ?? '';
       // No group is named '' (it means "no group"), and the own group's taint is the point.
-      return value === '' || value === ownGroup ? undefined : `the dedicated taint of group "${value}"`;
+      return value === '' || value === ownGroup ? undefined : `the dedicated taint of group "${clipText(value)}"`;
     }
     case 'Gt':
     case 'Lt':
@@ -106,7 +107,7 @@ export function nodeNameProblem(
   if (others.length > 0) {
     return {
       foreign: true,
-      message: `${specPath}.nodeName "${node.metadata.name}" is a node of group ${others.map((g) => `"${g}"`).join(', ')} (policy "${policy.name}")`,
+      message: `${specPath}.nodeName "${node.metadata.name}" is a node of group ${spellOut(others, (g) => `"${clipText(g)}"`, ', ', 'groups')} (policy "${policy.name}")`,
     };
   }
   if (isTenant && groups.label !== ownGroup) {
@@ -127,6 +128,6 @@ export function nodeNameProblem(
 export function missingNodeProblem(nodeName: string, policy: TenancyPolicy, specPath: string): { foreign: true; message: string } {
   return {
     foreign: true,
-    message: `${specPath}.nodeName "${nodeName}" names no existing node; its dedicated-node group cannot be determined, and a node registering under that name would run the pod without its ${policy.taint.key}=<group>:${policy.taint.effect} taint applying (policy "${policy.name}")`,
+    message: `${specPath}.nodeName "${clipText(nodeName)}" names no existing node; its dedicated-node group cannot be determined, and a node registering under that name would run the pod without its ${policy.taint.key}=<group>:${policy.taint.effect} taint applying (policy "${policy.name}")`,
   };
 }

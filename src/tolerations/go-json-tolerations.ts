@@ -16,6 +16,7 @@
  * strings and a nil tolerationSeconds left out (omitempty), so a decoded toleration reads like one
  * read back from the API server.
  */
+import { clipText } from '../api/text-bounds.js';
 import { goJsonNodeFromValue, goValueWord, parseGoJson, type GoJsonNode } from '../api/go-json.js';
 import type { Toleration } from '../api/types.js';
 import { parseInt64 } from './numeric.js';
@@ -149,8 +150,9 @@ function decodeToleration(
     if (field === 'tolerationSeconds') {
       const parsed = node.kind === 'number' ? parseInt64(node.raw) : undefined;
       if (parsed?.value === undefined) {
-        // A number that is no int64 (1.5, 1e3, 2^63) is named with its literal.
-        return { field, got: node.kind === 'number' ? `number ${node.raw}` : goValueWord(node) };
+        // A number that is no int64 (1.5, 1e3, 2^63) is named with its literal (clipped when
+        // built to be long: text-bounds.ts).
+        return { field, got: node.kind === 'number' ? `number ${clipText(node.raw)}` : goValueWord(node) };
       }
       decoded.tolerationSeconds = Number(parsed.value);
     } else if (node.kind === 'string') {
