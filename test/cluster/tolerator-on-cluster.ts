@@ -189,16 +189,19 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
       return process;
     };
 
-    // RBAC and the namespace first, so tolerator's informers can list from the start; the
-    // webhooks once it serves, since their URL holds its port.
+    // RBAC and the namespace first, and in force, so tolerator's informers can list from the
+    // start and its first read of the cluster's feature gates (GET /metrics) is not refused (it
+    // would decide from /version's defaults until its next read, 5 min later); the webhooks once
+    // it serves, since their URL holds its port.
     const rendered = renderShipped(options.webhooks ?? 'kustomize');
+    const installed = webhooksAt(rendered, 'https://127.0.0.1:0', ca.cert);
     const isWebhook = (object: Manifest): boolean => object.kind.endsWith('WebhookConfiguration');
-    const placeholder = webhooksAt(rendered, 'https://127.0.0.1:0', ca.cert);
-    for (const object of placeholder.filter((object) => !isWebhook(object))) await admin.objects.create(asKubernetesObject(object));
+    for (const object of installed.filter((object) => !isWebhook(object))) await install(admin.objects, object);
+    await waitForGrant(identity);
     served = await serve(0);
     const port = served.port;
     for (const object of webhooksAt(rendered, `https://127.0.0.1:${port}`, ca.cert).filter(isWebhook)) {
-      await admin.objects.create(asKubernetesObject(object));
+      await install(admin.objects, object);
     }
     await waitForWebhooks(admin.objects, port, ca.cert);
 
@@ -268,6 +271,47 @@ export async function reviewedWebhooks(port: number, ca: string): Promise<Set<st
     if (Number(match[2]) > 0) sides.add(match[1]!);
   }
   return sides;
+}
+
+/**
+ * Creates `object`, or replaces the one already there: a plane restarted on the same etcd data
+ * (a gate turned off under stored objects) still holds the last run's installation.
+ */
+async function install(objects: k8s.KubernetesObjectApi, object: Manifest): Promise<void> {
+  try {
+    await objects.create(asKubernetesObject(object));
+  } catch (error) {
+    if (!(error instanceof k8s.ApiException) || error.code !== 409) throw error;
+    const { name, namespace } = object.metadata as { name: string; namespace?: string };
+    const current = plain(
+      await objects.read({ apiVersion: object.apiVersion, kind: object.kind, metadata: { name, namespace } }),
+    ) as Manifest;
+    await objects.replace(
+      asKubernetesObject({ ...object, metadata: { ...object.metadata, resourceVersion: current.metadata.resourceVersion } }),
+    );
+  }
+}
+
+/**
+ * The RBAC authorizer reads ClusterRoleBindings through an informer, a moment after they are
+ * created: polls (at most 30 s) until tolerator's identity may GET /metrics, the last grant its
+ * start needs.
+ */
+async function waitForGrant(identity: string): Promise<void> {
+  const { objects } = clientsFor(identity);
+  const review: Manifest = {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectAccessReview',
+    metadata: {},
+    spec: { nonResourceAttributes: { path: '/metrics', verb: 'get' } },
+  };
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const answer = (await createObject(objects, review)) as Manifest & { status?: { allowed?: boolean } };
+    if (answer.status?.allowed === true) return;
+    await sleep(100);
+  }
+  throw new Error("tolerator's identity was not granted GET /metrics within 30 s of its ClusterRoleBinding");
 }
 
 /**
