@@ -5,7 +5,7 @@
  *   with Go's exact error text, for annotations whose parse error is shown to the user: the pod
  *   annotation `scheduler.alpha.kubernetes.io/tolerations` (GetTolerationsFromPodAnnotations,
  *   `[]core.Toleration`) and PodTolerationRestriction's namespace annotations
- *   (extractNSTolerations, `[]v1.Toleration`). Go first scans the whole input for syntax errors
+ *   (extractNSTolerations, `[]v1.Toleration`); the two name a mistyped field differently (below). Go first scans the whole input for syntax errors
  *   (checkValid), then decodes, keeping only the first type mismatch; both steps are reproduced,
  *   the scan by src/api/go-json.ts and the decoding here.
  * - `decodeParsedTolerations(value)`: the same decoding of an already parsed value (a YAML
@@ -63,6 +63,20 @@ export function goFieldType(field: keyof Toleration, goPackage: GoTolerationPack
   }
 }
 
+/**
+ * The field's name in a type error: encoding/json names a struct field by its JSON name, which is
+ * the `json` tag's when there is one and the Go field's name otherwise. v1.Toleration has tags
+ * (`tolerationSeconds`); the internal core.Toleration has none, so a pod annotation's error reads
+ * `Toleration.TolerationSeconds` (as kube-apiserver v1.35.8 answers, test/e2e/comparison-operators.e2e.ts).
+ */
+const coreFieldNames: Readonly<Record<keyof Toleration, string>> = {
+  key: 'Key',
+  operator: 'Operator',
+  value: 'Value',
+  effect: 'Effect',
+  tolerationSeconds: 'TolerationSeconds',
+};
+
 /** Go's UnmarshalTypeError.Error() for a decode into `[]<goPackage>.Toleration`. */
 export function goUnmarshalTypeError(mismatch: TolerationTypeMismatch, goPackage: GoTolerationPackage): string {
   if (mismatch.index === undefined) {
@@ -71,7 +85,8 @@ export function goUnmarshalTypeError(mismatch: TolerationTypeMismatch, goPackage
   if (mismatch.field === undefined) {
     return `json: cannot unmarshal ${mismatch.got} into Go value of type ${goPackage}.Toleration`;
   }
-  return `json: cannot unmarshal ${mismatch.got} into Go struct field Toleration.${mismatch.field} of type ${goFieldType(mismatch.field, goPackage)}`;
+  const name = goPackage === 'core' ? coreFieldNames[mismatch.field] : mismatch.field;
+  return `json: cannot unmarshal ${mismatch.got} into Go struct field Toleration.${name} of type ${goFieldType(mismatch.field, goPackage)}`;
 }
 
 /** json.Unmarshal of `text` into `[]<goPackage>.Toleration`, with Go's error text. */
