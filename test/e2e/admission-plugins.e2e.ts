@@ -334,6 +334,25 @@ describe('PodTolerationRestriction and PodNodeSelector: tolerator against the in
         details: undefined,
       },
     },
+    {
+      // v1.Toleration has json tags, so Go names the field by its tag (a pod's own annotation
+      // decodes into core.Toleration, which has none: Toleration.TolerationSeconds there).
+      name: 'a default tolerations annotation with a string tolerationSeconds (Go names the field Toleration.tolerationSeconds)',
+      namespace: 'mistyped-defaults',
+      annotations: { [defaultTolerations]: '[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]' },
+      want: {
+        code: 500,
+        reason: undefined,
+        message: 'json: cannot unmarshal string into Go struct field Toleration.tolerationSeconds of type int64',
+        details: undefined,
+      },
+      toleratorWant: {
+        code: 403,
+        reason: 'Forbidden',
+        message: `${deniedByMutate}namespace "mistyped-defaults" annotation "${defaultTolerations}": json: cannot unmarshal string into Go struct field Toleration.tolerationSeconds of type int64`,
+        details: undefined,
+      },
+    },
   ];
   for (const row of refusals) {
     const how = row.toleratorWant === undefined ? 'the same refusal, through the webhook' : 'a 403 where in-tree is a 500, on purpose';

@@ -102,7 +102,14 @@ interface Verdict {
 
 const resources = {
   Pod: { group: '', version: 'v1', resource: 'pods' },
+  PodTemplate: { group: '', version: 'v1', resource: 'podtemplates' },
+  ReplicationController: { group: '', version: 'v1', resource: 'replicationcontrollers' },
   Deployment: { group: 'apps', version: 'v1', resource: 'deployments' },
+  ReplicaSet: { group: 'apps', version: 'v1', resource: 'replicasets' },
+  StatefulSet: { group: 'apps', version: 'v1', resource: 'statefulsets' },
+  DaemonSet: { group: 'apps', version: 'v1', resource: 'daemonsets' },
+  Job: { group: 'batch', version: 'v1', resource: 'jobs' },
+  CronJob: { group: 'batch', version: 'v1', resource: 'cronjobs' },
 } as const;
 
 /**
@@ -324,6 +331,118 @@ describe('Gt/Lt through kube-apiserver: the gate on, then turned off under store
       );
       assert.deepEqual(seen((await validatingVerdict(cluster, body)).status), seen(answer.status));
     });
+
+    const tolerationsAnnotation = 'scheduler.alpha.kubernetes.io/tolerations';
+    const template = (tolerations: unknown[], annotations?: Record<string, string>, restartPolicy = 'Always'): unknown => ({
+      metadata: { labels: { app: 'a' }, ...(annotations === undefined ? {} : { annotations }) },
+      spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }], restartPolicy, tolerations },
+    });
+    const selector = { matchLabels: { app: 'a' } };
+    const objects: { name: string; object: Manifest }[] = [
+      {
+        name: "a Gt toleration in a pod's tolerations annotation",
+        object: {
+          ...pod('annotated'),
+          metadata: { name: 'annotated', namespace, annotations: { [tolerationsAnnotation]: JSON.stringify([gt('5')]) } },
+        },
+      },
+      {
+        // core.Toleration has no json tags: Go names the field TolerationSeconds, not tolerationSeconds.
+        name: "a string tolerationSeconds in a pod's tolerations annotation (Go's error names the field Toleration.TolerationSeconds)",
+        object: {
+          ...pod('mistyped'),
+          metadata: {
+            name: 'mistyped',
+            namespace,
+            annotations: { [tolerationsAnnotation]: '[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]' },
+          },
+        },
+      },
+      {
+        name: 'several errors in one toleration list, reported in upstream order',
+        object: pod('several', [
+          { ...gt('05'), tolerationSeconds: 5 },
+          { key: '', operator: 'Gt', value: 'x', effect: 'Sometimes' },
+          { key: 'k', operator: 'gt', value: '5' },
+        ]),
+      },
+      {
+        name: "a CronJob's job template, in its annotation and its spec",
+        object: {
+          apiVersion: 'batch/v1',
+          kind: 'CronJob',
+          metadata: { name: 'nightly', namespace },
+          spec: {
+            schedule: '0 3 * * *',
+            jobTemplate: { spec: { template: template([gt('5')], { [tolerationsAnnotation]: JSON.stringify([lt('7')]) }, 'Never') } },
+          },
+        },
+      },
+      {
+        name: "a DaemonSet's template",
+        object: {
+          apiVersion: 'apps/v1',
+          kind: 'DaemonSet',
+          metadata: { name: 'agent', namespace },
+          spec: { selector, template: template([gt('5')]) },
+        },
+      },
+      {
+        name: "a StatefulSet's template",
+        object: {
+          apiVersion: 'apps/v1',
+          kind: 'StatefulSet',
+          metadata: { name: 'db', namespace },
+          spec: { selector, serviceName: 'db', template: template([lt('5')]) },
+        },
+      },
+      {
+        name: "a Job's template",
+        object: {
+          apiVersion: 'batch/v1',
+          kind: 'Job',
+          metadata: { name: 'once', namespace },
+          spec: { template: template([gt('5')], undefined, 'Never') },
+        },
+      },
+      {
+        name: "a ReplicationController's template",
+        object: {
+          apiVersion: 'v1',
+          kind: 'ReplicationController',
+          metadata: { name: 'legacy', namespace },
+          spec: { selector: { app: 'a' }, template: template([gt('5')]) },
+        },
+      },
+      {
+        name: "a PodTemplate's template, in its annotation and its spec",
+        object: {
+          apiVersion: 'v1',
+          kind: 'PodTemplate',
+          metadata: { name: 'shape', namespace },
+          template: template([gt('5')], { [tolerationsAnnotation]: JSON.stringify([gt('09')]) }),
+        },
+      },
+      {
+        name: "a ReplicaSet whose template's tolerations annotation does not parse",
+        object: {
+          apiVersion: 'apps/v1',
+          kind: 'ReplicaSet',
+          metadata: { name: 'broken', namespace },
+          spec: { selector, template: template([gt('5')], { [tolerationsAnnotation]: 'not json' }) },
+        },
+      },
+    ];
+    for (const row of objects) {
+      it(`${row.name}: the API server's refusal is tolerator's verdict, word for word`, async () => {
+        const answer = await refusal(createObject(cluster.objects, row.object, 'All'));
+        assert.equal(answer.code, 422, answer.status.message);
+        assert.doesNotMatch(answer.status.message ?? '', /admission webhook/);
+        const verdict = await validatingVerdict(cluster, row.object);
+        assert.equal(verdict.allowed, false);
+        assert.deepEqual(seen(verdict.status), seen(answer.status));
+      });
+    }
 
     it('an UPDATE of the pod stored with Gt under the gate is allowed (the ratchet), by the API server and by both webhooks', async () => {
       const stored = await read(cluster, 'Pod', 'ratchet');
