@@ -204,6 +204,30 @@ describe('PodTolerationRestriction and PodNodeSelector: tolerator against the in
       spec: { nodeSelector: { env: 'prod' } },
       want: { tolerations: [notReady, unreachable, spot, memoryPressure], nodeSelector: { env: 'prod', 'kubernetes.io/os': 'linux' } },
     },
+    {
+      name: "a namespace default with a longer NoExecute bound wins the merge over DefaultTolerationSeconds' 300 s, and takes the later place",
+      namespace: 'longer-bound',
+      annotations: {
+        [defaultTolerations]: JSON.stringify([{ ...notReady, tolerationSeconds: 600 }]),
+        [tolerationsWhitelist]: '[]',
+      },
+      want: {
+        tolerations: [unreachable, { ...notReady, tolerationSeconds: 600 }, memoryPressure],
+        nodeSelector: { 'kubernetes.io/os': 'linux' },
+      },
+    },
+    {
+      name: "a namespace default with a shorter NoExecute bound is covered by DefaultTolerationSeconds' 300 s and dropped",
+      namespace: 'shorter-bound',
+      annotations: { [defaultTolerations]: JSON.stringify([{ ...notReady, tolerationSeconds: 60 }]), [tolerationsWhitelist]: '[]' },
+      want: { tolerations: [notReady, unreachable, memoryPressure], nodeSelector: { 'kubernetes.io/os': 'linux' } },
+    },
+    {
+      name: 'a node selector annotation with a repeated key keeps its last value; Unicode spaces around parts are trimmed as Go trims them',
+      namespace: 'repeated-key',
+      annotations: { [nodeSelector]: 'env=prod,env=dev,\u00a0tier = web\u0085' },
+      want: { tolerations: [notReady, unreachable, spot, memoryPressure], nodeSelector: { env: 'dev', tier: 'web' } },
+    },
   ];
   for (const row of stores) {
     it(`${row.name}: stored alike by both`, async () => {
@@ -314,6 +338,42 @@ describe('PodTolerationRestriction and PodNodeSelector: tolerator against the in
         code: 403,
         reason: 'Forbidden',
         message: `${deniedByMutate}namespace "broken-selector" annotation "${nodeSelector}": invalid selector: [edge]`,
+        details: undefined,
+      },
+    },
+    {
+      name: "DefaultTolerationSeconds' 300 s outside a namespace whitelist that bounds not-ready to 100 s",
+      namespace: 'bounded-whitelist',
+      annotations: {
+        [tolerationsWhitelist]: JSON.stringify([
+          { ...notReady, tolerationSeconds: 100 },
+          exists('node.kubernetes.io/unreachable', 'NoExecute'),
+          memoryPressure,
+          spot,
+        ]),
+      },
+      want: {
+        code: 500,
+        reason: undefined,
+        message: 'pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist',
+        details: undefined,
+      },
+      toleratorWant: {
+        code: 403,
+        reason: 'Forbidden',
+        message: `${deniedByMutate}pod tolerations (possibly merged with namespace default tolerations) conflict with its namespace whitelist`,
+        details: undefined,
+      },
+    },
+    {
+      name: "a node selector annotation with '==' (not accepted: each part is split at every '=')",
+      namespace: 'double-equals',
+      annotations: { [nodeSelector]: 'env==prod' },
+      want: { code: 500, reason: undefined, message: 'invalid selector: [env  prod]', details: undefined },
+      toleratorWant: {
+        code: 403,
+        reason: 'Forbidden',
+        message: `${deniedByMutate}namespace "double-equals" annotation "${nodeSelector}": invalid selector: [env  prod]`,
         details: undefined,
       },
     },
