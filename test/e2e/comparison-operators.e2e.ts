@@ -26,6 +26,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { skipWithoutControlPlane } from '../cluster/binaries.js';
 import {
   asKubernetesObject,
+  clientsFor,
   createObject,
   plain,
   refusal,
@@ -278,6 +279,53 @@ describe('Gt/Lt through kube-apiserver: the gate on, then turned off under store
       const stored = await createObject(cluster.objects, deployment('ratchet', [gt('5')]));
       assert.deepEqual(tolerationsOf(stored), [gt('5')]);
       assert.deepEqual(await allowedBy(cluster, 'ratchet', 'CREATE', 'Deployment', ['validate']), ['validate']);
+    });
+    it("without the grant to GET /metrics, a restarted tolerator falls back to /version's v1.35 default (off) and refuses what the API server allows, as the README warns", async () => {
+      const role = plain(
+        await cluster.objects.read({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'tolerator' } }),
+      ) as Manifest & { rules: { nonResourceURLs?: string[] }[] };
+      const rules = role.rules.map((rule) => (rule.nonResourceURLs === undefined ? rule : { ...rule, nonResourceURLs: ['/version'] }));
+      await cluster.objects.replace(asKubernetesObject({ ...role, rules }));
+      // The RBAC authorizer reads roles through an informer: wait until tolerator's identity is refused.
+      const identity = clientsFor(
+        await cluster.plane.kubeconfigFor('system:serviceaccount:tolerator-system:tolerator', [
+          'system:serviceaccounts',
+          'system:serviceaccounts:tolerator-system',
+        ]),
+      );
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const review = (await createObject(identity.objects, {
+          apiVersion: 'authorization.k8s.io/v1',
+          kind: 'SelfSubjectAccessReview',
+          metadata: {},
+          spec: { nonResourceAttributes: { path: '/metrics', verb: 'get' } },
+        })) as Manifest & { status?: { allowed?: boolean } };
+        if (review.status?.allowed !== true) break;
+        assert.ok(Date.now() < deadline, 'GET /metrics was still granted 30 s after the ClusterRole lost it');
+        await sleep(100);
+      }
+      await cluster.stopTolerator();
+      await cluster.startTolerator();
+      const served = cluster.tolerator();
+      assert.ok(served);
+      const agent = new Agent({ ca: cluster.serving.ca.cert });
+      let readyz = await callServe(agent, served.port, '/readyz?verbose');
+      // /readyz answers 503 until the first read of the gates is over (15 s at most).
+      while (readyz.status !== 200 && Date.now() < deadline + 15_000) {
+        await sleep(200);
+        readyz = await callServe(agent, served.port, '/readyz?verbose');
+      }
+      agent.destroy();
+      assert.equal(readyz.status, 200, readyz.body);
+      const lines = readyz.body.split('\n');
+      assert.ok(lines.includes(`feature gate ${gate}=false source=cluster-version (v1.35: alpha default)`), readyz.body);
+      assert.match(readyz.body, /\/metrics: GET \/metrics: HTTP 403 /);
+      const answer = await refusal(createObject(cluster.objects, pod('after-grant-lost', [gt('5')]), 'All'));
+      assert.equal(
+        answer.status.message,
+        'admission webhook "validate.tolerator.dev" denied the request: Pod "after-grant-lost" is invalid: spec.tolerations[0].operator: Unsupported value: "Gt": supported values: "Equal", "Exists", "Lt", "Gt"',
+      );
     });
   });
 
