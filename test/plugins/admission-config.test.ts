@@ -69,7 +69,9 @@ describe('parseAdmissionConfig', () => {
       },
       {
         name: 'empty lists are kept as empty lists',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault: []\nwhitelist: null\n' },
+        given: {
+          content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault: []\nwhitelist: null\n',
+        },
         want: { default: [] },
       },
       {
