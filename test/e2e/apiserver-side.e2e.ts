@@ -16,11 +16,11 @@ import { createServer, request as httpsRequest, type Server } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import jsonpatch, { type Operation } from 'fast-json-patch';
 import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { pollUntil } from '../cluster/poll.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import { signCertificate } from '../cluster/pki.js';
 import {
@@ -129,22 +129,6 @@ class RecordingProxy {
   }
 }
 
-/** Calls `attempt` every 250 ms until it returns a value, for at most `seconds`; then fails saying `what`. */
-async function eventually<T>(what: string, seconds: number, attempt: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await attempt();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${seconds} s (last error: ${String(last)})`);
-    await sleep(250);
-  }
-}
-
 /**
  * The array elements gopkg.in/evanphx/json-patch.v4 (what kube-apiserver's mutating dispatcher
  * applies a webhook's patch with) copies to apply `patch` to `document`: each `add` at an index
@@ -211,11 +195,15 @@ describe("the API server's side of a review, through kube-apiserver", { skip }, 
       spec: { containers: [{ name: 'c', image: 'probe' }] },
     });
     let attempt = 0;
-    await eventually('both webhooks called through the proxy', 30, async () => {
-      const name = `probe-${++attempt}`;
-      await createObject(cluster.objects, probe(name), 'All');
-      return proxy.about(name, '/mutate').length > 0 && proxy.about(name, '/validate').length > 0 ? true : undefined;
-    });
+    await pollUntil(
+      'both webhooks called through the proxy',
+      async () => {
+        const name = `probe-${++attempt}`;
+        await createObject(cluster.objects, probe(name), 'All');
+        return proxy.about(name, '/mutate').length > 0 && proxy.about(name, '/validate').length > 0 ? true : undefined;
+      },
+      { timeoutMs: 30_000, retryOnError: true },
+    );
     await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'merge', annotations } });
     await createObject(cluster.objects, {
       apiVersion: 'v1',
@@ -499,8 +487,10 @@ describe("the API server's side of a review, through kube-apiserver", { skip }, 
       } finally {
         child.kill('SIGCONT');
       }
-      const stored = await eventually('a pod admitted once tolerator runs again', 30, () =>
-        createObject(cluster.objects, burstable(`after-stall-${Date.now()}`)),
+      const stored = await pollUntil(
+        'a pod admitted once tolerator runs again',
+        () => createObject(cluster.objects, burstable(`after-stall-${Date.now()}`)),
+        { timeoutMs: 30_000, retryOnError: true },
       );
       assert.deepEqual((stored.spec as { tolerations: unknown }).tolerations, [notReady, unreachable, memoryPressure]);
     });
@@ -510,20 +500,24 @@ describe("the API server's side of a review, through kube-apiserver", { skip }, 
       await pointWebhooksAt(`https://127.0.0.1:${cluster.tolerator()!.port}`);
       // Until the API server's informer has the change, calls still reach the proxy.
       let attempt = 0;
-      await eventually('the webhooks called directly', 30, async () => {
-        const name = `direct-probe-${++attempt}`;
-        await createObject(
-          cluster.objects,
-          {
-            apiVersion: 'v1',
-            kind: 'Pod',
-            metadata: { name, namespace: 'default' },
-            spec: { containers: [{ name: 'c', image: 'probe' }] },
-          },
-          'All',
-        );
-        return proxy.about(name, '/mutate').length === 0 ? true : undefined;
-      });
+      await pollUntil(
+        'the webhooks called directly',
+        async () => {
+          const name = `direct-probe-${++attempt}`;
+          await createObject(
+            cluster.objects,
+            {
+              apiVersion: 'v1',
+              kind: 'Pod',
+              metadata: { name, namespace: 'default' },
+              spec: { containers: [{ name: 'c', image: 'probe' }] },
+            },
+            'All',
+          );
+          return proxy.about(name, '/mutate').length === 0 ? true : undefined;
+        },
+        { timeoutMs: 30_000, retryOnError: true },
+      );
     });
 
     it("UPDATEs whose reviews pass 7 MiB, four times: the API server reports tolerator's 413 message each time, never a broken pipe", async (t) => {

@@ -19,11 +19,12 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import * as k8s from '@kubernetes/client-node';
 import { parseAllDocuments } from 'yaml';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
+import { createFakeNodes } from '../cluster/fake-node.js';
+import { pollUntil } from '../cluster/poll.js';
 import {
   asKubernetesObject,
   createObject,
@@ -64,15 +65,6 @@ function pod(name: string, namespace: string, spec: Record<string, unknown> = {}
   };
 }
 
-function node(name: string, group?: string): Manifest {
-  return {
-    apiVersion: 'v1',
-    kind: 'Node',
-    metadata: { name, labels: { 'kubernetes.io/hostname': name, ...(group === undefined ? {} : { dedicated: group }) } },
-    spec: group === undefined ? {} : { taints: [{ key: 'dedicated', value: group, effect: 'NoSchedule' }] },
-  };
-}
-
 /** Runs `tolerator audit` as a user runs it (a child process of the CLI), resolving to its exit code and output. */
 function runAudit(args: readonly string[]): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
@@ -103,22 +95,6 @@ function podLists(auditLog: string): AuditEvent[] {
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as AuditEvent)
     .filter((event) => event.verb === 'list' && event.requestURI.startsWith('/api/v1/pods?'));
-}
-
-/** Calls `attempt` every 250 ms until it returns a value, for at most `seconds`; then fails saying `what`. */
-async function eventually<T>(what: string, seconds: number, attempt: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await attempt();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${seconds} s (last error: ${String(last)})`);
-    await sleep(250);
-  }
 }
 
 /** GET `path` on tolerator's port (its /metrics), trusting the webhooks' CA. */
@@ -194,7 +170,10 @@ describe('the audit against kube-apiserver', { skip }, () => {
     const { objects } = cluster;
     identity = await cluster.plane.kubeconfigFor(TOLERATOR_USER, TOLERATOR_GROUPS);
 
-    for (const object of [node('gpu-1', 'gpu'), node('general-1')]) await createObject(objects, object);
+    await createFakeNodes(objects, {
+      'gpu-1': { labels: { dedicated: 'gpu' }, taints: [{ key: 'dedicated', value: 'gpu', effect: 'NoSchedule' }] },
+      'general-1': {},
+    });
     // Opted out while their pods are created, so no webhook sees them; the label comes off after.
     for (const name of [bulk, legacy]) {
       await createObject(objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { 'tolerator.dev/ignore': 'true' } } });
@@ -250,18 +229,22 @@ describe('the audit against kube-apiserver', { skip }, () => {
     const crdFile = join(REPO_ROOT, 'test', 'fixtures', 'crds', 'wgpolicyk8s.io_policyreports.yaml');
     const crd = parseAllDocuments(readFileSync(crdFile, 'utf8'))[0]!.toJS() as Manifest;
     await createObject(objects, crd);
-    await eventually('the PolicyReport CRD established', 30, async () => {
-      const stored = plain(
-        await objects.read({
-          apiVersion: 'apiextensions.k8s.io/v1',
-          kind: 'CustomResourceDefinition',
-          metadata: { name: 'policyreports.wgpolicyk8s.io' },
-        }),
-      ) as Manifest & { status?: { conditions?: { type: string; status: string }[] } };
-      return stored.status?.conditions?.some((condition) => condition.type === 'Established' && condition.status === 'True') === true
-        ? true
-        : undefined;
-    });
+    await pollUntil(
+      'the PolicyReport CRD established',
+      async () => {
+        const stored = plain(
+          await objects.read({
+            apiVersion: 'apiextensions.k8s.io/v1',
+            kind: 'CustomResourceDefinition',
+            metadata: { name: 'policyreports.wgpolicyk8s.io' },
+          }),
+        ) as Manifest & { status?: { conditions?: { type: string; status: string }[] } };
+        return stored.status?.conditions?.some((condition) => condition.type === 'Established' && condition.status === 'True') === true
+          ? true
+          : undefined;
+      },
+      { timeoutMs: 30_000, retryOnError: true },
+    );
   });
   after(async () => {
     await (cluster as ToleratorOnCluster | undefined)?.stop();
@@ -325,10 +308,14 @@ describe('the audit against kube-apiserver', { skip }, () => {
     };
     const list = async (): Promise<Report[]> =>
       (plain(await cluster.objects.list('wgpolicyk8s.io/v1alpha2', 'PolicyReport')) as { items: Report[] }).items;
-    const reports = await eventually('reports in late and legacy', 60, async () => {
-      const items = await list();
-      return items.length >= 2 ? items : undefined;
-    });
+    const reports = await pollUntil(
+      'reports in late and legacy',
+      async () => {
+        const items = await list();
+        return items.length >= 2 ? items : undefined;
+      },
+      { timeoutMs: 60_000, retryOnError: true },
+    );
     assert.deepEqual(reports.map((report) => report.metadata.namespace).sort(), [late, legacy]);
     for (const report of reports) {
       const namespace = report.metadata.namespace as string;
@@ -392,10 +379,14 @@ describe('the audit against kube-apiserver', { skip }, () => {
         0,
       );
     }
-    const remaining = await eventually('the report in late deleted', 60, async () => {
-      const items = (plain(await cluster.objects.list('wgpolicyk8s.io/v1alpha2', 'PolicyReport')) as { items: Manifest[] }).items;
-      return items.length === 1 ? items : undefined;
-    });
+    const remaining = await pollUntil(
+      'the report in late deleted',
+      async () => {
+        const items = (plain(await cluster.objects.list('wgpolicyk8s.io/v1alpha2', 'PolicyReport')) as { items: Manifest[] }).items;
+        return items.length === 1 ? items : undefined;
+      },
+      { timeoutMs: 60_000, retryOnError: true },
+    );
     assert.deepEqual(
       remaining.map((report) => report.metadata.namespace),
       [legacy],

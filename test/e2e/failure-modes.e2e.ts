@@ -15,6 +15,7 @@ import { connect } from 'node:tls';
 import { isDeepStrictEqual } from 'node:util';
 import { after, before, describe, it } from 'node:test';
 import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { pollUntil } from '../cluster/poll.js';
 import { freePort } from '../cluster/control-plane.js';
 import { signCertificate } from '../cluster/pki.js';
 import {
@@ -65,22 +66,6 @@ function pod(name: string, namespace: string): Manifest {
 
 function tolerationsOf(object: Manifest): unknown {
   return (object.spec as { tolerations?: unknown }).tolerations;
-}
-
-/** Calls `attempt` every 250 ms until it returns a value, for at most `seconds`; then fails saying `what`. */
-async function eventually<T>(what: string, seconds: number, attempt: () => Promise<T | undefined> | T | undefined): Promise<T> {
-  const deadline = Date.now() + seconds * 1000;
-  let last: unknown;
-  for (;;) {
-    try {
-      const value = await attempt();
-      if (value !== undefined) return value;
-    } catch (error) {
-      last = error;
-    }
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${seconds} s (last error: ${String(last)})`);
-    await sleep(250);
-  }
 }
 
 /** `Internal error occurred: failed calling webhook "NAME": failed to call webhook: Post "URL": CAUSE`, kube-apiserver's text. */
@@ -163,11 +148,15 @@ describe('failure modes through kube-apiserver', { skip }, () => {
   });
 
   it("tolerator back: pods flow again, with tolerator's defaults, reviewed by both webhooks", async () => {
-    const name = await eventually('a pod admitted after tolerator restarted', 30, async () => {
-      const candidate = unique('back');
-      await createObject(cluster.objects, pod(candidate, reviewed));
-      return candidate;
-    });
+    const name = await pollUntil(
+      'a pod admitted after tolerator restarted',
+      async () => {
+        const candidate = unique('back');
+        await createObject(cluster.objects, pod(candidate, reviewed));
+        return candidate;
+      },
+      { timeoutMs: 30_000, retryOnError: true },
+    );
     const stored = plain(
       await cluster.objects.read({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: reviewed } }),
     ) as Manifest;
@@ -190,10 +179,14 @@ describe('failure modes through kube-apiserver', { skip }, () => {
     await cluster.objects.replace(asKubernetesObject(dead));
     try {
       // The API server's webhook informer takes the change a moment later: poll with dry runs.
-      const stored = await eventually('a pod admitted without memory-pressure', 30, async () => {
-        const result = await createObject(cluster.objects, pod(unique('mutate-down'), reviewed), 'All');
-        return isDeepStrictEqual(tolerationsOf(result), [notReady, unreachable]) ? result : undefined;
-      });
+      const stored = await pollUntil(
+        'a pod admitted without memory-pressure',
+        async () => {
+          const result = await createObject(cluster.objects, pod(unique('mutate-down'), reviewed), 'All');
+          return isDeepStrictEqual(tolerationsOf(result), [notReady, unreachable]) ? result : undefined;
+        },
+        { timeoutMs: 30_000, retryOnError: true },
+      );
       assert.deepEqual(tolerationsOf(stored), [notReady, unreachable]);
       // Validated all the same: only tolerator's validating webhook logged it.
       assert.deepEqual(await cluster.reviewedSides(stored.metadata.name as string, 'CREATE'), ['validate']);
@@ -207,10 +200,14 @@ describe('failure modes through kube-apiserver', { skip }, () => {
       ) as Manifest & { webhooks: { clientConfig: { url: string } }[] };
       current.webhooks[0]!.clientConfig.url = original.webhooks[0]!.clientConfig.url;
       await cluster.objects.replace(asKubernetesObject(current));
-      await eventually('the mutating webhook restored', 30, async () => {
-        const result = await createObject(cluster.objects, pod(unique('mutate-back'), reviewed), 'All');
-        return isDeepStrictEqual(tolerationsOf(result), [notReady, unreachable, memoryPressure]) ? true : undefined;
-      });
+      await pollUntil(
+        'the mutating webhook restored',
+        async () => {
+          const result = await createObject(cluster.objects, pod(unique('mutate-back'), reviewed), 'All');
+          return isDeepStrictEqual(tolerationsOf(result), [notReady, unreachable, memoryPressure]) ? true : undefined;
+        },
+        { timeoutMs: 30_000, retryOnError: true },
+      );
     }
   });
 
@@ -271,8 +268,10 @@ describe('failure modes through kube-apiserver', { skip }, () => {
       await sleep(2_000);
       const rotatedAt = Date.now();
       await write(next.cert, next.key);
-      await eventually('tolerator logging the reload', 20, () =>
-        logs.filter((entry) => entry.msg === 'serving certificate reloaded').length > reloadsBefore ? true : undefined,
+      await pollUntil(
+        'tolerator logging the reload',
+        () => (logs.filter((entry) => entry.msg === 'serving certificate reloaded').length > reloadsBefore ? true : undefined),
+        { timeoutMs: 20_000, retryOnError: true },
       );
       const reloadedAt = Date.now();
       // More concurrent requests than the loop has connections: the API server dials new ones,
