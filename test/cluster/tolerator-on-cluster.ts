@@ -22,9 +22,9 @@ import { signCertificate, createCertificateAuthority, type Pair } from './pki.js
 
 export type WebhookSource = 'kustomize' | 'helm';
 
-/** The user the shipped ServiceAccount authenticates as. */
-const TOLERATOR_USER = 'system:serviceaccount:tolerator-system:tolerator';
-const TOLERATOR_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:tolerator-system'];
+/** The user the shipped ServiceAccount authenticates as (for a kubeconfig of tolerator's identity: ControlPlane.kubeconfigFor). */
+export const TOLERATOR_USER = 'system:serviceaccount:tolerator-system:tolerator';
+export const TOLERATOR_GROUPS = ['system:serviceaccounts', 'system:serviceaccounts:tolerator-system'];
 
 /** Objects as the API server returns them through @kubernetes/client-node, made plain JSON for deepEqual. */
 export function plain(value: unknown): unknown {
