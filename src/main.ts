@@ -7,9 +7,11 @@
  * their pipeline through src/cli/runtime.ts too. No other module creates a singleton.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pino, type Logger } from 'pino';
 import type { ResolvedGates } from './api/feature-gate-resolution.js';
+import type { FeatureGates } from './api/feature-gates.js';
 import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.js';
 import { AdmissionError } from './admission/errors.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
@@ -34,7 +36,10 @@ import { createApp } from './http/app.js';
 import { readClientCaBundle, type ClientCaBundle } from './http/client-ca.js';
 import { createMetrics } from './http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
+import { BodyBudget } from './http/body-budget.js';
 import { startTlsServer } from './http/tls-server.js';
+import { transportLimits } from './http/transport-limits.js';
+import { startReviewPool } from './server/review-pool.js';
 import { loadClusterStateFile } from './kube/cluster-state-file.js';
 import { pipelineFor, startTenancy } from './cli/runtime.js';
 import { startFeatureGateSource } from './kube/feature-gate-source.js';
@@ -71,6 +76,11 @@ const serveFlags = {
     help: 'after SIGTERM, how long /readyz fails before the listener closes, so endpoints drop this replica first (default 5)',
   },
   'shutdown-grace': { kind: 'int', placeholder: 'SECONDS', help: 'how long in-flight reviews may take to finish after that (default 15)' },
+  'review-workers': {
+    kind: 'int',
+    placeholder: 'N',
+    help: 'worker threads that decide reviews of more than 64 KiB, so they never hold up the others (default: from the memory limit and CPUs, at least 1; 0: every review on the main thread)',
+  },
   'audit-interval': {
     kind: 'string',
     placeholder: 'DURATION',
@@ -169,10 +179,14 @@ async function serve(argv: readonly string[]): Promise<number> {
   const clientCa = clientCaFile === undefined ? undefined : { bundle: await readClientCaFlag(clientCaFile), file: clientCaFile };
   let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
   let featureGateState = (): ResolvedGates | undefined => undefined;
+  let bodyBytesInFlight = (): number => 0;
+  let reviewQueue = (): number => 0;
   const metrics = createMetrics({
     collectProcessMetrics: true,
     cacheSyncState: () => cacheSyncState(),
     featureGateState: () => featureGateState(),
+    bodyBytesInFlight: () => bodyBytesInFlight(),
+    reviewQueue: () => reviewQueue(),
   });
 
   // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
@@ -252,12 +266,47 @@ async function serve(argv: readonly string[]): Promise<number> {
     );
   }
 
+  // The memory the transport may hold (bodies, connections, review workers) follows the memory
+  // the process has: the cgroup's limit when it runs in a container with one, else the machine's.
+  const workersFlag = flags.values.get('review-workers') as bigint | undefined;
+  if (workersFlag !== undefined && (workersFlag < 0n || workersFlag > 64n)) {
+    throw new UsageError('--review-workers must be 0 to 64');
+  }
+  const limits = transportLimits(
+    { constrainedMemoryBytes: process.constrainedMemory(), totalMemoryBytes: totalmem(), cpus: availableParallelism() },
+    workersFlag === undefined ? undefined : Number(workersFlag),
+  );
+  const bodyBudget = new BodyBudget({
+    capacityBytes: limits.bodyBudgetBytes,
+    smallReserveBytes: limits.smallReserveBytes,
+    smallBodyBytes: limits.smallBodyBytes,
+  });
+  bodyBytesInFlight = () => bodyBudget.held;
+  const currentGates = (): FeatureGates => gates.current();
+  const reviewPool =
+    limits.reviewWorkers === 0
+      ? undefined
+      : await startReviewPool({
+          workers: limits.reviewWorkers,
+          heapMib: limits.workerHeapMib,
+          settings,
+          clusterFacts,
+          policies: tenancy.current,
+          gates: currentGates,
+          logger,
+          now: () => performance.now(),
+        });
+  reviewQueue = () => reviewPool?.stats().queued ?? 0;
+
   let shuttingDown = false;
   const app = createApp({
-    pipeline: pipelineFor(settings, clusterFacts, tenancy.current, () => gates.current()),
+    pipeline: pipelineFor(settings, clusterFacts, tenancy.current, currentGates),
     logger,
     metrics,
     now: () => performance.now(),
+    bodyBudget,
+    ...(reviewPool === undefined ? {} : { offload: reviewPool }),
+    smallBodyBytes: limits.smallBodyBytes,
     readiness: {
       check: () => {
         const reasons: string[] = [];
@@ -271,7 +320,17 @@ async function serve(argv: readonly string[]): Promise<number> {
     },
   });
   const port = int('port', 8443);
-  const server = await startTlsServer({ app, port, host: str('bind-address'), certificate, certificateFiles, clientCa, logger, metrics });
+  const server = await startTlsServer({
+    app,
+    port,
+    host: str('bind-address'),
+    certificate,
+    certificateFiles,
+    clientCa,
+    logger,
+    metrics,
+    maxConnections: limits.maxConnections,
+  });
   if (clientCa !== undefined) {
     logger.info(
       { file: clientCa.file, certificates: clientCa.bundle.certificates },
@@ -279,7 +338,17 @@ async function serve(argv: readonly string[]): Promise<number> {
     );
   }
   logger.info(
-    { port: server.address().port, plugins: settings.enabled, featureGates: gates.current(), policies: tenancy.current().policies.length },
+    {
+      port: server.address().port,
+      plugins: settings.enabled,
+      featureGates: gates.current(),
+      policies: tenancy.current().policies.length,
+      memoryBytes: limits.memoryBytes,
+      bodyBudgetBytes: limits.bodyBudgetBytes,
+      maxConnections: limits.maxConnections,
+      reviewWorkers: limits.reviewWorkers,
+      workerHeapMib: limits.workerHeapMib,
+    },
     'tolerator serving',
   );
 
@@ -290,6 +359,7 @@ async function serve(argv: readonly string[]): Promise<number> {
       logger.info({ signal, delayMs, graceMs }, 'shutting down: readiness off, draining');
       setTimeout(() => {
         void server.close(graceMs).then(async () => {
+          await reviewPool?.close();
           await periodicAudit?.stop();
           tenancy.close();
           gates.stop();
