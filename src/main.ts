@@ -14,6 +14,7 @@ import type { ResolvedGates } from './api/feature-gate-resolution.js';
 import type { FeatureGates } from './api/feature-gates.js';
 import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.js';
 import { AdmissionError } from './admission/errors.js';
+import { parseQuantityString } from './api/quantity.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import {
   admissionFlags,
@@ -76,6 +77,11 @@ const serveFlags = {
     help: 'after SIGTERM, how long /readyz fails before the listener closes, so endpoints drop this replica first (default 5)',
   },
   'shutdown-grace': { kind: 'int', placeholder: 'SECONDS', help: 'how long in-flight reviews may take to finish after that (default 15)' },
+  'memory-limit': {
+    kind: 'string',
+    placeholder: 'QUANTITY',
+    help: 'the memory the bounds on request bodies in flight, connections and review workers are derived from, e.g. 512Mi (default: the container’s memory limit, else the machine’s memory)',
+  },
   'review-workers': {
     kind: 'int',
     placeholder: 'N',
@@ -272,8 +278,14 @@ async function serve(argv: readonly string[]): Promise<number> {
   if (workersFlag !== undefined && (workersFlag < 0n || workersFlag > 64n)) {
     throw new UsageError('--review-workers must be 0 to 64');
   }
+  const memoryFlag = str('memory-limit');
   const limits = transportLimits(
-    { constrainedMemoryBytes: process.constrainedMemory(), totalMemoryBytes: totalmem(), cpus: availableParallelism() },
+    {
+      ...(memoryFlag === undefined ? {} : { configuredMemoryBytes: parseMemoryLimit(memoryFlag) }),
+      constrainedMemoryBytes: process.constrainedMemory(),
+      totalMemoryBytes: totalmem(),
+      cpus: availableParallelism(),
+    },
     workersFlag === undefined ? undefined : Number(workersFlag),
   );
   const bodyBudget = new BodyBudget({
@@ -376,6 +388,20 @@ async function serve(argv: readonly string[]): Promise<number> {
       shutdown('SIGINT');
     });
   });
+}
+
+/**
+ * `--memory-limit`: a resource.Quantity, as a container's memory limit is written (512Mi), in
+ * bytes; at least 64 MiB (less could not hold the largest review's body) and at most 2^53 bytes
+ * (the largest integer a double holds exactly).
+ */
+function parseMemoryLimit(text: string): number {
+  const quantity = parseQuantityString(text);
+  const bytes = quantity === undefined ? Number.NaN : Number(quantity.coefficient) * 10 ** quantity.exponent;
+  if (!Number.isFinite(bytes) || bytes < 64 * 1024 * 1024 || bytes > Number.MAX_SAFE_INTEGER) {
+    throw new UsageError(`--memory-limit must be a quantity from 64Mi to 8Pi, got ${JSON.stringify(text)}`);
+  }
+  return Math.floor(bytes);
 }
 
 /** A --client-ca-file that cannot be used is a flag error: the server must not start open. */

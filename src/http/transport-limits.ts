@@ -24,6 +24,8 @@ import { maxBodyBytes } from './body-limits.js';
 
 /** What src/main.ts reads of the machine. */
 export interface MachineResources {
+  /** `--memory-limit`: the memory to derive from, when the operator says so. */
+  readonly configuredMemoryBytes?: number;
   /** `process.constrainedMemory()`: the cgroup's limit; 0, undefined or 2^64 − 1 when there is none. */
   readonly constrainedMemoryBytes: number | undefined;
   /** `os.totalmem()`. */
@@ -62,21 +64,24 @@ export const smallBodyBytes = 64 * 1024;
 export const connectionBytes = 34 * 1024;
 
 /**
- * 160 MiB of old generation per worker: the worst reviews of bench/RESULTS.md peak at about
- * 143 MiB of heap above idle (V8 collects harder as it nears a limit, so their live set is
- * smaller), on top of the worker's own ~20 MiB of code and compiled policies.
+ * 160 MiB of old generation per worker: in a worker, the worst reviews of bench/RESULTS.md ("The
+ * worst review") peak at 84 MiB of heap above idle (the largest escaped UPDATE, 36 MiB of body,
+ * whose text alone is 36 MiB of heap; the worst 3 MiB shapes 71 MiB), on top of the worker's own
+ * ~20 MiB of code and compiled policies: about twice what they need, since V8 collects harder
+ * as it nears the limit rather than fail.
  */
 export const workerHeapMib = 160;
 
 /**
- * 208 MiB a worker costs: its old generation (160 MiB), its young generation (V8's default
- * semi-spaces, 16 MiB) and 32 MiB of code, stacks and the isolate itself (measured: a worker
- * with the pipeline loaded adds ~30 MiB of RSS before it decides anything).
+ * 208 MiB a worker costs at most: its old generation (160 MiB), its young generation (V8's
+ * default semi-spaces, 16 MiB) and 32 MiB of code, stacks and the isolate itself (measured: a
+ * worker with the pipeline loaded adds ~15 MiB of RSS before it decides anything).
  */
 export const workerBytes = (workerHeapMib + 16 + 32) * 1024 * 1024;
 
-/** The memory the process has: the cgroup's limit when there is one below the machine's memory. */
+/** The memory the process has: `--memory-limit`, else the cgroup's limit when there is one below the machine's memory. */
 export function availableMemory(resources: MachineResources): number {
+  if (resources.configuredMemoryBytes !== undefined) return resources.configuredMemoryBytes;
   const constrained = resources.constrainedMemoryBytes ?? 0;
   return constrained > 0 && constrained < resources.totalMemoryBytes ? constrained : resources.totalMemoryBytes;
 }
@@ -88,6 +93,8 @@ export function transportLimits(resources: MachineResources, workers?: number): 
   // At least the largest review and the small lane, or that review could never be read at all:
   // below 8 × 45 MiB = 360 MiB of memory, bodies take a larger share than 1/8.
   const bodyBudgetBytes = Math.max(Math.floor(memoryBytes / 8), maxBodyBytes + smallReserveBytes);
+  // At least 64: every API server keeps a few connections per replica, and a few kube-apiservers
+  // in a burst open more; below that even a quiet cluster would find connections closed.
   const maxConnections = Math.max(64, Math.floor(memoryBytes / 16 / connectionBytes));
   // One core stays the main thread's (the accept loop, TLS, the ordinary reviews); at least one
   // worker however little memory there is, since without one a large review holds every other.
