@@ -11,6 +11,10 @@
  *                                 while the toleration merge is quadratic): replaces that
  *                                 section of bench/RESULTS.md and leaves the rest as it is;
  *                                 add --worst-filter <text> to run only the shapes naming it
+ *   npm run bench -- --only starvation
+ *                                 only the starvation section (bench/starvation.ts: ordinary
+ *                                 reviews while ten large ones are in flight, about a minute):
+ *                                 replaces that section and leaves the rest as it is
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
@@ -32,6 +36,7 @@ import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload }
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
+import { measureStarvation, spliceStarvationSection, starvationSection, starvationTargetMs } from './starvation.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -44,8 +49,8 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit') {
-  throw new Error(`--only ${flags.only}: the sections that run alone are "worst" and "audit"`);
+if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit' && flags.only !== 'starvation') {
+  throw new Error(`--only ${flags.only}: the sections that run alone are "worst", "starvation" and "audit"`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -221,6 +226,39 @@ async function main(): Promise<void> {
         .join(' ')}`,
     ]);
   };
+  /** The starvation section: its lines, and its target pushed. */
+  const starvation = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const file = join(dir, 'cluster-state-starvation.json');
+    writeClusterState(file, 10_000, 5_000);
+    const seconds = quick ? 5 : 15;
+    const result = await measureStarvation({
+      certificate,
+      clusterStateFile: file,
+      policiesDir: join(root, 'policies'),
+      small: mixPayloads(),
+      seconds,
+      note,
+    });
+    targets.push({
+      name: 'an ordinary review while ten large ones are in flight',
+      goal: `slowest < ${starvationTargetMs.toLocaleString('en-US')} ms`,
+      measured: `slowest ${Math.round(result.loaded.maxMs).toLocaleString('en-US')} ms, p99 ${Math.round(result.loaded.p99Ms).toLocaleString('en-US')} ms (alone: slowest ${result.idle.maxMs.toFixed(1)} ms)`,
+      met: result.loaded.maxMs < starvationTargetMs && Object.keys(result.loaded.statuses).every((status) => status === '200'),
+    });
+    const host = machine();
+    return starvationSection(
+      result,
+      [
+        `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+        `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+          .map((n) => n.toFixed(2))
+          .join(' ')}`,
+      ],
+      seconds,
+    );
+  };
   /** The audit section: its lines. */
   const audit = async (): Promise<string[]> => {
     const sectionStarted = new Date();
@@ -243,6 +281,18 @@ async function main(): Promise<void> {
       const file = join(root, 'bench', 'RESULTS.md');
       writeFileSync(file, spliceAuditSection(readFileSync(file, 'utf8'), section));
       note('replaced the audit section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  if (flags.only === 'starvation') {
+    try {
+      const section = await starvation();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceStarvationSection(readFileSync(file, 'utf8'), section));
+      note('replaced the starvation section of bench/RESULTS.md');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -671,9 +721,11 @@ async function main(): Promise<void> {
       );
     }
 
-    // ---- the worst review, the audit ----
+    // ---- the worst review, starvation, the audit ----
     if (!flags.soak) {
       for (const line of await worst()) out(line);
+      out();
+      for (const line of await starvation()) out(line);
       out();
       for (const line of await audit()) out(line);
       out();

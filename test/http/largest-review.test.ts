@@ -8,7 +8,6 @@
  * to what such a review can have, so that the larger limit buys no larger parse.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, describe, it } from 'node:test';
 import request from 'supertest';
 import { parseFlags } from '../../src/cli/flags.js';
@@ -26,37 +25,11 @@ import {
 import { createMetrics } from '../../src/http/metrics.js';
 import { loadClusterStateFile } from '../../src/kube/cluster-state-file.js';
 import { startReviewPool, type ReviewPool } from '../../src/server/review-pool.js';
+import { goJson, largestEscapedUpdate } from '../../bench/escaped-reviews.js';
 import { pipelineFromArgs, silentLogger } from '../support/harness.js';
 
-type Json = Record<string, unknown>;
 const MiB = 1024 * 1024;
 const tenancyArgs = ['--policies=policies', '--cluster-state=test/fixtures/config/tenancy-cluster.yaml'];
-
-/** What Go's encoding/json writes for a string: JSON.stringify's text, with `<`, `>` and `&` escaped as it escapes them. */
-function goJson(value: unknown): string {
-  return JSON.stringify(value).replace(/[<>&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
-}
-
-/**
- * The UPDATE of a valid tenant pod (as the mutating webhook left it) whose object, as the client
- * wrote it, is just under 3 MiB: container environment values made of `<`, which a pod may hold.
- */
-function largestEscapedUpdate(): { body: string; objectBytes: number } {
-  const fixture = JSON.parse(readFileSync('test/fixtures/reviews/tenant-pod-after-mutation-create.json', 'utf8')) as { review: Json };
-  const review = fixture.review;
-  const req = review.request as Json;
-  req.operation = 'UPDATE';
-  const object = req.object as { spec: { containers: Json[] } };
-  const container = object.spec.containers[0] ?? {};
-  const value = '<'.repeat(1000);
-  const entry = (i: number): Json => ({ name: `E${i}`, value });
-  const base = Buffer.byteLength(JSON.stringify(object));
-  const per = Buffer.byteLength(JSON.stringify(entry(10_000))) + 1;
-  container.env = Array.from({ length: Math.floor((maxObjectBytes - base - 1_000) / per) }, (_, i) => entry(i));
-  const objectBytes = Buffer.byteLength(JSON.stringify(object));
-  req.oldObject = structuredClone(object);
-  return { body: goJson(review), objectBytes };
-}
 
 describe('an UPDATE refused for ever: the body limit follows the largest review the API server can send', { timeout: 120_000 }, () => {
   let pool: ReviewPool | undefined;
