@@ -32,8 +32,8 @@ if (values.port === undefined || certFile === undefined || keyFile === undefined
   throw new Error('floor-server: --port, --tls-cert-file and --tls-private-key-file are required');
 }
 
-/** 7 MiB, as tolerator's limit (src/http/app.ts). */
-const maxBodyBytes = 7 * 1024 * 1024;
+/** Tolerator's limit (src/http/body-limits.ts): the floor reads what tolerator reads. */
+const maxBodyBytes = 37 * 1024 * 1024;
 
 const toleration = { key: 'example.com/floor', operator: 'Exists', effect: 'NoSchedule' };
 

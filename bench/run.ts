@@ -14,6 +14,10 @@
  *   npm run bench -- --only e2e   only pod creation through a real kube-apiserver with and
  *                                 without tolerator's webhooks (bench/e2e.ts; needs
  *                                 `npm run control-plane:build`, about two minutes)
+ *   npm run bench -- --only starvation
+ *                                 only the starvation section (bench/starvation.ts: ordinary
+ *                                 reviews while ten large ones are in flight, about a minute):
+ *                                 replaces that section and leaves the rest as it is
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
@@ -43,6 +47,7 @@ import { measureAudit, spliceAuditSection } from './audit.js';
 import { measureE2e, spliceE2eSection } from './e2e.js';
 import { measureCelRegex, spliceRegexSection } from './cel-regex.js';
 import { measurePatchCost, splicePatchSection } from './patch.js';
+import { measureStarvation, spliceStarvationSection, starvationSection, starvationTargetMs } from './starvation.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -55,7 +60,7 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch'];
+const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch', 'starvation'];
 if (flags.only !== undefined && !aloneSections.includes(flags.only)) {
   throw new Error(`--only ${flags.only}: the sections that run alone are ${aloneSections.map((name) => `"${name}"`).join(', ')}`);
 }
@@ -233,6 +238,39 @@ async function main(): Promise<void> {
         .join(' ')}`,
     ]);
   };
+  /** The starvation section: its lines, and its target pushed. */
+  const starvation = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const file = join(dir, 'cluster-state-starvation.json');
+    writeClusterState(file, 10_000, 5_000);
+    const seconds = quick ? 5 : 15;
+    const result = await measureStarvation({
+      certificate,
+      clusterStateFile: file,
+      policiesDir: join(root, 'policies'),
+      small: mixPayloads(),
+      seconds,
+      note,
+    });
+    targets.push({
+      name: 'an ordinary review while ten large ones are in flight',
+      goal: `slowest < ${starvationTargetMs.toLocaleString('en-US')} ms`,
+      measured: `slowest ${Math.round(result.loaded.maxMs).toLocaleString('en-US')} ms, p99 ${Math.round(result.loaded.p99Ms).toLocaleString('en-US')} ms (alone: slowest ${result.idle.maxMs.toFixed(1)} ms)`,
+      met: result.loaded.maxMs < starvationTargetMs && Object.keys(result.loaded.statuses).every((status) => status === '200'),
+    });
+    const host = machine();
+    return starvationSection(
+      result,
+      [
+        `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+        `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+          .map((n) => n.toFixed(2))
+          .join(' ')}`,
+      ],
+      seconds,
+    );
+  };
   /** The audit section: its lines. */
   const audit = async (): Promise<string[]> => {
     const sectionStarted = new Date();
@@ -322,6 +360,18 @@ async function main(): Promise<void> {
       const file = join(root, 'bench', 'RESULTS.md');
       writeFileSync(file, spliceAuditSection(readFileSync(file, 'utf8'), section));
       note('replaced the audit section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  if (flags.only === 'starvation') {
+    try {
+      const section = await starvation();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceStarvationSection(readFileSync(file, 'utf8'), section));
+      note('replaced the starvation section of bench/RESULTS.md');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -750,9 +800,11 @@ async function main(): Promise<void> {
       );
     }
 
-    // ---- the worst review, the audit ----
+    // ---- the worst review, starvation, the audit ----
     if (!flags.soak) {
       for (const line of await worst()) out(line);
+      out();
+      for (const line of await starvation()) out(line);
       out();
       for (const line of await audit()) out(line);
       out();

@@ -34,12 +34,19 @@ export interface ServerSpec {
    * largest the heap reached. A flag of the process, nothing in the server's code.
    */
   readonly traceGc?: boolean;
+  /**
+   * `taskset -c` list for the server; default serverCore (core 0, the load generator has core 1).
+   * 'all': no pinning, for what a server does with every core the machine has (bench/starvation.ts).
+   */
+  readonly cores?: string;
 }
 
 /** One line of --trace-gc: heap in use before and after a collection, MB (10^6 bytes, as V8 prints them). */
 export interface GcEvent {
   /** performance.now() of the bench when the line was read. */
   readonly at: number;
+  /** The isolate V8 printed (`0x…`): the main thread's or a review worker's, each with a heap of its own. */
+  readonly isolate: string;
   readonly kind: string;
   readonly beforeMb: number;
   readonly afterMb: number;
@@ -124,7 +131,9 @@ export async function startServer(spec: ServerSpec, certificate: Certificate): P
   // Standard output (one JSON log line per review at info) goes to /dev/null, as cheap for the
   // server as a pipe a container runtime drains; standard error is kept for failures. With
   // traceGc, standard output is read for V8's lines (the server then logs at warn: nothing else).
-  const child = spawn('taskset', ['-c', serverCore, ...commandFor(spec, port, certificate)], {
+  const command = commandFor(spec, port, certificate);
+  const pinned = spec.cores === 'all' ? command : ['taskset', '-c', spec.cores ?? serverCore, ...command];
+  const child = spawn(pinned[0] ?? 'taskset', pinned.slice(1), {
     cwd: root,
     env: serverEnvironment(),
     stdio: ['ignore', spec.traceGc === true ? 'pipe' : 'ignore', 'pipe'],
@@ -181,12 +190,12 @@ export async function startServer(spec: ServerSpec, certificate: Certificate): P
 }
 
 /** `[pid:0x…]  1234 ms: Mark-Compact 45.2 (60.1) -> 30.1 (62.0) MB, …` */
-const gcLine = /^\[\d+:0x[0-9a-f]+\]\s+[\d.]+ ms: ([A-Za-z-]+(?: \(reduce\))?) ([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB/;
+const gcLine = /^\[\d+:(0x[0-9a-f]+)\]\s+[\d.]+ ms: ([A-Za-z-]+(?: \(reduce\))?) ([\d.]+) \(([\d.]+)\) -> ([\d.]+) \(([\d.]+)\) MB/;
 
 function parseGcLine(line: string): GcEvent | undefined {
   const match = gcLine.exec(line);
   if (match === null) return undefined;
-  return { at: performance.now(), kind: match[1] ?? '', beforeMb: Number(match[2]), afterMb: Number(match[4]) };
+  return { at: performance.now(), isolate: match[1] ?? '', kind: match[2] ?? '', beforeMb: Number(match[3]), afterMb: Number(match[5]) };
 }
 
 async function stopChild(child: ChildProcess, exited: Promise<number | null>): Promise<void> {

@@ -1,15 +1,18 @@
 /**
  * The most expensive reviews a client can make kube-apiserver send: adversarial pods of up to
  * 3 MiB (kube-apiserver's MaxRequestBodyBytes bounds what a client may send, so one object is at
- * most 3 MiB) and an UPDATE whose object and oldObject are both that large (about 7 MiB, the
- * webhook's body limit, src/http/app.ts). All in a tenant namespace (`ml`, group `gpu` under the
- * shipped policies), so that DedicatedNodes and its CEL policies run, and each pod fits no known
- * node, so that SchedulingWarnings, on the validating side, evaluates every node.
+ * most 3 MiB) and an UPDATE whose object and oldObject are both that large (about 6 MiB; made
+ * of characters the API server escapes as six bytes, bench/escaped-reviews.ts, about 36 MiB, next
+ * to the webhook's body limit of 37 MiB, src/http/body-limits.ts). All in a tenant namespace
+ * (`ml`, group `gpu` under the shipped policies), so that DedicatedNodes and its CEL policies run,
+ * and each pod fits no known node, so that SchedulingWarnings, on the validating side, evaluates
+ * every node.
  *
  * Pure builders, no I/O beyond reading the two fixtures they start from: bench/worst.ts measures
  * them against the real server, and test/faults/one-review-starves-none.test.ts sends them.
  */
 import { readFileSync } from 'node:fs';
+import { escapedUpdateReview } from './escaped-reviews.js';
 import type { LoadRequest } from './protocol.js';
 
 type Json = Record<string, unknown>;
@@ -241,7 +244,7 @@ function review(path: LoadRequest['path'], shape: Shape): WorstReview {
 /**
  * A pod UPDATE whose object and oldObject are each about 3 MiB and differ in every element:
  * 3 MiB of tolerations with distinct keys, none shared between the two, on both webhooks. The
- * body is about 6 MiB, under the 7 MiB limit.
+ * body is about 6 MiB.
  */
 function update(path: LoadRequest['path']): WorstReview {
   return {
@@ -276,7 +279,12 @@ function update(path: LoadRequest['path']): WorstReview {
   };
 }
 
-/** Every shape on both webhooks, then the UPDATE. */
+/** Every shape on both webhooks, then the UPDATE, then the largest review the API server can send (bench/escaped-reviews.ts). */
 export function worstReviews(): WorstReview[] {
-  return [...shapes.flatMap((shape) => [review('/mutate', shape), review('/validate', shape)]), update('/mutate'), update('/validate')];
+  return [
+    ...shapes.flatMap((shape) => [review('/mutate', shape), review('/validate', shape)]),
+    update('/mutate'),
+    update('/validate'),
+    escapedUpdateReview(),
+  ];
 }

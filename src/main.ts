@@ -7,11 +7,14 @@
  * their pipeline through src/cli/runtime.ts too. No other module creates a singleton.
  */
 import { readFileSync } from 'node:fs';
+import { availableParallelism, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { pino, type Logger } from 'pino';
 import type { ResolvedGates } from './api/feature-gate-resolution.js';
+import type { FeatureGates } from './api/feature-gates.js';
 import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.js';
 import { AdmissionError } from './admission/errors.js';
+import { parseQuantityString } from './api/quantity.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
 import {
   admissionFlags,
@@ -34,7 +37,10 @@ import { createApp } from './http/app.js';
 import { readClientCaBundle, type ClientCaBundle } from './http/client-ca.js';
 import { createMetrics } from './http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
+import { BodyBudget } from './http/body-budget.js';
 import { startTlsServer } from './http/tls-server.js';
+import { transportLimits } from './http/transport-limits.js';
+import { startReviewPool } from './server/review-pool.js';
 import { loadClusterStateFile } from './kube/cluster-state-file.js';
 import { pipelineFor, startTenancy } from './cli/runtime.js';
 import { startFeatureGateSource } from './kube/feature-gate-source.js';
@@ -71,6 +77,16 @@ const serveFlags = {
     help: 'after SIGTERM, how long /readyz fails before the listener closes, so endpoints drop this replica first (default 5)',
   },
   'shutdown-grace': { kind: 'int', placeholder: 'SECONDS', help: 'how long in-flight reviews may take to finish after that (default 15)' },
+  'memory-limit': {
+    kind: 'string',
+    placeholder: 'QUANTITY',
+    help: 'the memory the bounds on request bodies in flight, connections and review workers are derived from, e.g. 512Mi (default: the container’s memory limit, else the machine’s memory)',
+  },
+  'review-workers': {
+    kind: 'int',
+    placeholder: 'N',
+    help: 'worker threads that decide reviews of more than 64 KiB, so they never hold up the others (default: from the memory limit and CPUs, at least 1; 0: every review on the main thread)',
+  },
   'audit-interval': {
     kind: 'string',
     placeholder: 'DURATION',
@@ -169,10 +185,14 @@ async function serve(argv: readonly string[]): Promise<number> {
   const clientCa = clientCaFile === undefined ? undefined : { bundle: await readClientCaFlag(clientCaFile), file: clientCaFile };
   let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
   let featureGateState = (): ResolvedGates | undefined => undefined;
+  let bodyBytesInFlight = (): number => 0;
+  let reviewQueue = (): number => 0;
   const metrics = createMetrics({
     collectProcessMetrics: true,
     cacheSyncState: () => cacheSyncState(),
     featureGateState: () => featureGateState(),
+    bodyBytesInFlight: () => bodyBytesInFlight(),
+    reviewQueue: () => reviewQueue(),
   });
 
   // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
@@ -252,12 +272,53 @@ async function serve(argv: readonly string[]): Promise<number> {
     );
   }
 
+  // The memory the transport may hold (bodies, connections, review workers) follows the memory
+  // the process has: the cgroup's limit when it runs in a container with one, else the machine's.
+  const workersFlag = flags.values.get('review-workers') as bigint | undefined;
+  if (workersFlag !== undefined && (workersFlag < 0n || workersFlag > 64n)) {
+    throw new UsageError('--review-workers must be 0 to 64');
+  }
+  const memoryFlag = str('memory-limit');
+  const limits = transportLimits(
+    {
+      ...(memoryFlag === undefined ? {} : { configuredMemoryBytes: parseMemoryLimit(memoryFlag) }),
+      constrainedMemoryBytes: process.constrainedMemory(),
+      totalMemoryBytes: totalmem(),
+      cpus: availableParallelism(),
+    },
+    workersFlag === undefined ? undefined : Number(workersFlag),
+  );
+  const bodyBudget = new BodyBudget({
+    capacityBytes: limits.bodyBudgetBytes,
+    smallReserveBytes: limits.smallReserveBytes,
+    smallBodyBytes: limits.smallBodyBytes,
+  });
+  bodyBytesInFlight = () => bodyBudget.held;
+  const currentGates = (): FeatureGates => gates.current();
+  const reviewPool =
+    limits.reviewWorkers === 0
+      ? undefined
+      : await startReviewPool({
+          workers: limits.reviewWorkers,
+          heapMib: limits.workerHeapMib,
+          settings,
+          clusterFacts,
+          policies: tenancy.current,
+          gates: currentGates,
+          logger,
+          now: () => performance.now(),
+        });
+  reviewQueue = () => reviewPool?.stats().queued ?? 0;
+
   let shuttingDown = false;
   const app = createApp({
-    pipeline: pipelineFor(settings, clusterFacts, tenancy.current, () => gates.current()),
+    pipeline: pipelineFor(settings, clusterFacts, tenancy.current, currentGates),
     logger,
     metrics,
     now: () => performance.now(),
+    bodyBudget,
+    ...(reviewPool === undefined ? {} : { offload: reviewPool }),
+    smallBodyBytes: limits.smallBodyBytes,
     readiness: {
       check: () => {
         const reasons: string[] = [];
@@ -271,7 +332,17 @@ async function serve(argv: readonly string[]): Promise<number> {
     },
   });
   const port = int('port', 8443);
-  const server = await startTlsServer({ app, port, host: str('bind-address'), certificate, certificateFiles, clientCa, logger, metrics });
+  const server = await startTlsServer({
+    app,
+    port,
+    host: str('bind-address'),
+    certificate,
+    certificateFiles,
+    clientCa,
+    logger,
+    metrics,
+    maxConnections: limits.maxConnections,
+  });
   if (clientCa !== undefined) {
     logger.info(
       { file: clientCa.file, certificates: clientCa.bundle.certificates },
@@ -279,7 +350,17 @@ async function serve(argv: readonly string[]): Promise<number> {
     );
   }
   logger.info(
-    { port: server.address().port, plugins: settings.enabled, featureGates: gates.current(), policies: tenancy.current().policies.length },
+    {
+      port: server.address().port,
+      plugins: settings.enabled,
+      featureGates: gates.current(),
+      policies: tenancy.current().policies.length,
+      memoryBytes: limits.memoryBytes,
+      bodyBudgetBytes: limits.bodyBudgetBytes,
+      maxConnections: limits.maxConnections,
+      reviewWorkers: limits.reviewWorkers,
+      workerHeapMib: limits.workerHeapMib,
+    },
     'tolerator serving',
   );
 
@@ -290,6 +371,7 @@ async function serve(argv: readonly string[]): Promise<number> {
       logger.info({ signal, delayMs, graceMs }, 'shutting down: readiness off, draining');
       setTimeout(() => {
         void server.close(graceMs).then(async () => {
+          await reviewPool?.close();
           await periodicAudit?.stop();
           tenancy.close();
           gates.stop();
@@ -306,6 +388,20 @@ async function serve(argv: readonly string[]): Promise<number> {
       shutdown('SIGINT');
     });
   });
+}
+
+/**
+ * `--memory-limit`: a resource.Quantity, as a container's memory limit is written (512Mi), in
+ * bytes; at least 64 MiB (less could not hold the largest review's body) and at most 2^53 bytes
+ * (the largest integer a double holds exactly).
+ */
+function parseMemoryLimit(text: string): number {
+  const quantity = parseQuantityString(text);
+  const bytes = quantity === undefined ? Number.NaN : Number(quantity.coefficient) * 10 ** quantity.exponent;
+  if (!Number.isFinite(bytes) || bytes < 64 * 1024 * 1024 || bytes > Number.MAX_SAFE_INTEGER) {
+    throw new UsageError(`--memory-limit must be a quantity from 64Mi to 8Pi, got ${JSON.stringify(text)}`);
+  }
+  return Math.floor(bytes);
 }
 
 /** A --client-ca-file that cannot be used is a flag error: the server must not start open. */

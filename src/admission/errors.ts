@@ -9,9 +9,11 @@
  * | body is not JSON / not an AdmissionReview      | 400  | the client sent something we cannot read          |
  * | body larger than the limit                     | 413  | RFC 9110 "Content Too Large"                      |
  * | Content-Type is not application/json           | 415  | RFC 9110 "Unsupported Media Type"                 |
- * | a plugin threw (a bug, a policy that failed)   | 500  | "could not decide": the failurePolicy applies     |
+ * | a review past its deadline, a worker that died | 500  | "could not decide": the failurePolicy applies     |
+ * | no room for the body in flight                 | 503  | overloaded, with Retry-After: the API server's    |
+ * |                                                |      | client retries after it, within its timeout       |
  *
- * A 4xx is never a denial: kube-apiserver treats any non-200 answer as a failed call and applies
+ * A 4xx or 5xx is never a denial: kube-apiserver treats any non-200 answer as a failed call and applies
  * the webhook's failurePolicy, which is what must happen when the request itself is broken.
  */
 export type AdmissionErrorCode =
@@ -29,7 +31,8 @@ export type AdmissionErrorCode =
   | 'RequestTimeout'
   | 'NotFound'
   | 'MethodNotAllowed'
-  | 'CouldNotDecide';
+  | 'CouldNotDecide'
+  | 'Overloaded';
 
 const httpStatusOf: Record<AdmissionErrorCode, number> = {
   MalformedJSON: 400,
@@ -47,6 +50,7 @@ const httpStatusOf: Record<AdmissionErrorCode, number> = {
   NotFound: 404,
   MethodNotAllowed: 405,
   CouldNotDecide: 500,
+  Overloaded: 503,
 };
 
 /** metav1.StatusReason for each HTTP status we use. */
@@ -58,6 +62,7 @@ const reasonOf: Record<number, string> = {
   413: 'RequestEntityTooLarge',
   415: 'UnsupportedMediaType',
   500: 'InternalError',
+  503: 'ServiceUnavailable',
 };
 
 export class AdmissionError extends Error {

@@ -13,17 +13,13 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Logger } from 'pino';
 import { AdmissionError, toStatusBody } from '../admission/errors.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
-import { buildAdmissionResponse } from '../admission/response.js';
-import { parseAdmissionReview } from '../admission/review.js';
+import { answerReview, type ReviewAnswer } from './answer.js';
+import type { BodyBudget, BodyReservation } from './body-budget.js';
+import { maxBodyBytes, mebibytes } from './body-limits.js';
 import type { Metrics } from './metrics.js';
+import { smallBodyBytes as defaultSmallBodyBytes } from './transport-limits.js';
 
-/**
- * The largest body read. kube-apiserver refuses request bodies over 3 MiB
- * (MaxRequestBodyBytes), so one object is at most 3 MiB; an AdmissionReview carries `object`
- * and, on UPDATE, `oldObject`: 2 × 3 MiB, plus 1 MiB for the envelope (userInfo, options,
- * managedFields re-encoding) = 7 MiB, the same bound controller-runtime derives.
- */
-export const maxBodyBytes = 7 * 1024 * 1024;
+export { maxBodyBytes } from './body-limits.js';
 
 /**
  * The most of a refused body read, and dropped, before its 413 goes out: 64 MiB. kube-apiserver
@@ -51,6 +47,22 @@ export interface AppDependencies {
   readonly readiness: Readiness;
   /** Monotonic milliseconds, for review durations. */
   readonly now: () => number;
+  /** Request bodies in flight (src/http/body-budget.ts); absent: each body bounded alone. */
+  readonly bodyBudget?: BodyBudget;
+  /** Where bodies over `smallBodyBytes` are decided (src/server/review-pool.ts); absent: all on this thread. */
+  readonly offload?: ReviewOffload;
+  /** The largest body decided on this thread when there is an offload (default: src/http/transport-limits.ts). */
+  readonly smallBodyBytes?: number;
+}
+
+/** Decides large reviews away from the thread that accepts connections. */
+export interface ReviewOffload {
+  /**
+   * Answers a review as `answerReview` would, by `deadline` (in `now()` milliseconds) or not at
+   * all: rejects with an AdmissionError (the body's own 4xx, or 500 once the deadline has passed
+   * or the worker deciding it died), or with any other error (could not decide).
+   */
+  review(side: WebhookSide, body: Buffer, deadline: number): Promise<ReviewAnswer>;
 }
 
 export function createApp(deps: AppDependencies): RequestListener {
@@ -109,37 +121,102 @@ function createExpressApp(deps: AppDependencies): express.Express {
   return app;
 }
 
-/** Reads the whole body, refusing one that is, or grows, larger than the limit. */
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  const declared = Number(req.headers['content-length'] ?? 0);
-  if (declared > maxBodyBytes) {
+interface ReceivedBody {
+  readonly body: Buffer;
+  /** The body's share of the budget, given back once the review is answered. */
+  readonly reservation: BodyReservation | undefined;
+}
+
+/**
+ * Reads the whole body, refusing one that is, or grows, larger than the limit, and one for which
+ * the budget of bodies in flight has no room: a declared length is reserved before anything is
+ * read, a body without one chunk by chunk.
+ */
+function readBody(req: IncomingMessage, budget: BodyBudget | undefined): Promise<ReceivedBody> {
+  const header = req.headers['content-length'];
+  const declared = header === undefined ? undefined : Number(header);
+  if (declared !== undefined && declared > maxBodyBytes) {
     return Promise.reject(tooLarge());
   }
+  const reservation = budget?.reserve(declared ?? 0, declared);
+  if (budget !== undefined && reservation === undefined) {
+    return Promise.reject(overloaded(budget));
+  }
   return new Promise((resolve, reject) => {
+    // With a declared length the body is copied into one buffer of that size as it arrives (its
+    // pages are taken as they are written): collecting chunks and concatenating them would hold
+    // the body twice at the end, 74 MiB for the largest.
+    const whole = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
     const chunks: Buffer[] = [];
     let size = 0;
+    let ended = false;
+    const fail = (error: AdmissionError): void => {
+      // A socket error after the whole body arrived is the review's business, not the body's.
+      if (ended) return;
+      ended = true;
+      req.off('data', onData);
+      reservation?.release();
+      reject(error);
+    };
     const onData = (chunk: Buffer): void => {
       size += chunk.length;
       if (size > maxBodyBytes) {
-        req.off('data', onData);
-        reject(tooLarge());
+        fail(tooLarge());
+        return;
+      }
+      if (whole !== undefined) {
+        // Node's parser never passes more than Content-Length on as body.
+        chunk.copy(whole, size - chunk.length);
+        return;
+      }
+      if (reservation !== undefined && budget !== undefined && !reservation.grow(chunk.length)) {
+        fail(overloaded(budget));
         return;
       }
       chunks.push(chunk);
     };
     req.on('data', onData);
     req.once('end', () => {
-      resolve(Buffer.concat(chunks, size));
+      if (ended) return;
+      ended = true;
+      const body = whole === undefined ? Buffer.concat(chunks, size) : size === whole.length ? whole : whole.subarray(0, size);
+      resolve({ body, reservation });
     });
-    // A client that goes away mid-body: Node emits 'error' (ECONNRESET) on the request.
+    // A client that goes away mid-body: Node emits 'error' (ECONNRESET) on the request; one cut
+    // off by the request timeout is destroyed, which ends in 'close' without 'end'.
     req.once('error', () => {
-      reject(new AdmissionError('MalformedJSON', 'request body was cut short'));
+      fail(new AdmissionError('MalformedJSON', 'request body was cut short'));
+    });
+    req.once('close', () => {
+      if (!req.complete) fail(new AdmissionError('MalformedJSON', 'request body was cut short'));
     });
   });
 }
 
 function tooLarge(): AdmissionError {
-  return new AdmissionError('BodyTooLarge', 'request body is larger than the limit of 7 MiB');
+  return new AdmissionError('BodyTooLarge', `request body is larger than the limit of ${mebibytes(maxBodyBytes)}`);
+}
+
+function overloaded(budget: BodyBudget): AdmissionError {
+  return new AdmissionError(
+    'Overloaded',
+    `the webhook already holds as many request bodies as its memory allows (${mebibytes(budget.capacityBytes)}); retry`,
+  );
+}
+
+/**
+ * The review's deadline: kube-apiserver sends its remaining time as `?timeout=<n>s` (the webhook's
+ * timeoutSeconds, rounded up to whole seconds), after which it no longer waits for the answer.
+ * Without one, 10 s, admissionregistration/v1's default timeoutSeconds; at most 30 s, its maximum.
+ */
+export function reviewTimeoutMs(url: string): number {
+  const query = url.indexOf('?');
+  const timeout = query === -1 ? null : new URLSearchParams(url.slice(query + 1)).get('timeout');
+  // Go's Duration.String() of whole seconds: "5s", "30s", "1m0s". Anchored, no nested repetition.
+  const match = timeout === null ? null : /^(?:(\d{1,2})m)?(\d{1,2})s$/.exec(timeout);
+  if (match === null) return 10_000;
+  const seconds = Number(match[1] ?? 0) * 60 + Number(match[2]);
+  return Math.min(30, Math.max(1, seconds)) * 1000;
 }
 
 function checkHeaders(req: IncomingMessage): void {
@@ -158,46 +235,53 @@ function checkHeaders(req: IncomingMessage): void {
 }
 
 function reviewHandler(side: WebhookSide, deps: AppDependencies): RequestListener {
+  const smallBodyBytes = deps.smallBodyBytes ?? defaultSmallBodyBytes;
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const arrived = deps.now();
     checkHeaders(req);
-    const body = await readBody(req);
-    const started = deps.now();
-    const parsed = parseAdmissionReview(body);
-    const { decision, trace } = await deps.pipeline.review(parsed, [side]);
-    const review = buildAdmissionResponse(parsed.apiVersion, parsed.uid, decision);
-    const payload = JSON.stringify(review);
-    res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
-    res.end(payload);
+    const { body, reservation } = await readBody(req, deps.bodyBudget);
+    try {
+      const started = deps.now();
+      // A large body moves to a worker (and is gone from here), a small one is decided here.
+      const offloaded = deps.offload !== undefined && body.length > smallBodyBytes;
+      const { payload, summary } =
+        deps.offload !== undefined && offloaded
+          ? await deps.offload.review(side, body, arrived + reviewTimeoutMs(req.url ?? ''))
+          : await answerReview(side, body, deps.pipeline);
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+      res.end(payload);
 
-    const seconds = (deps.now() - started) / 1000;
-    const decisionLabel = decision.allowed ? (review.response.patch === undefined ? 'allowed' : 'patched') : 'denied';
-    const attributes = parsed.attributes;
-    deps.metrics.reviews.inc({
-      webhook: side,
-      operation: attributes.operation,
-      plugin: trace.plugins.at(-1) ?? 'none',
-      decision: decisionLabel,
-    });
-    deps.metrics.reviewDuration.observe({ webhook: side }, seconds);
-    if (deps.logger.isLevelEnabled('info')) {
-      deps.logger.info(
-        {
-          webhook: side,
-          uid: parsed.uid,
-          kind: attributes.kind.kind,
-          namespace: attributes.namespace,
-          name: attributes.name,
-          operation: attributes.operation,
-          dryRun: attributes.dryRun,
-          decision: decisionLabel,
-          plugins: trace.plugins,
-          deniedBy: trace.deniedBy,
-          patchOperations: decision.patch?.length ?? 0,
-          responseBytes: payload.length,
-          durationMs: Math.round(seconds * 1e6) / 1e3,
-        },
-        'admission review',
-      );
+      const seconds = (deps.now() - started) / 1000;
+      deps.metrics.reviews.inc({
+        webhook: side,
+        operation: summary.operation,
+        plugin: summary.plugins.at(-1) ?? 'none',
+        decision: summary.decision,
+      });
+      deps.metrics.reviewDuration.observe({ webhook: side }, seconds);
+      if (deps.logger.isLevelEnabled('info')) {
+        deps.logger.info(
+          {
+            webhook: side,
+            uid: summary.uid,
+            kind: summary.kind,
+            namespace: summary.namespace,
+            name: summary.name,
+            operation: summary.operation,
+            dryRun: summary.dryRun,
+            decision: summary.decision,
+            plugins: summary.plugins,
+            deniedBy: summary.deniedBy,
+            patchOperations: summary.patchOperations,
+            responseBytes: payload.length,
+            durationMs: Math.round(seconds * 1e6) / 1e3,
+            ...(offloaded ? { worker: true } : {}),
+          },
+          'admission review',
+        );
+      }
+    } finally {
+      reservation?.release();
     }
   };
   return (req, res) => {
@@ -210,6 +294,12 @@ function reviewHandler(side: WebhookSide, deps: AppDependencies): RequestListene
           sendError(error, req.url ?? '', res, deps);
         });
         return;
+      }
+      if (error instanceof AdmissionError && error.code === 'Overloaded') {
+        // Answered at once: waiting for the rest of the body is what a client holding the
+        // budget with slow bodies wants. The API server may see a reset instead of the 503;
+        // either is a failed call, and its failurePolicy applies.
+        closeAfterAnswer(req, res);
       }
       sendError(error, req.url ?? '', res, deps);
     });
@@ -241,10 +331,35 @@ function answerOnceRead(req: IncomingMessage, answer: () => void): void {
   req.once('end', once);
 }
 
+/**
+ * The rest of a refused body is not read: the connection closes after the answer, and what is
+ * still in flight drains into nothing meanwhile, for at most a second (closing at once could
+ * reset the connection before the client has read the answer; draining for as long as a client
+ * likes to send would let it hold the connection).
+ */
+function closeAfterAnswer(req: IncomingMessage, res: ServerResponse): void {
+  res.setHeader('connection', 'close');
+  req.resume();
+  res.once('finish', () => {
+    const linger = setTimeout(() => {
+      req.socket.destroy();
+    }, 1_000);
+    linger.unref();
+    req.socket.once('close', () => {
+      clearTimeout(linger);
+    });
+  });
+}
+
 /** The one place an error becomes an answer: a Status body with the error's HTTP code. */
 function sendError(error: unknown, path: string, res: ServerResponse, deps: AppDependencies): void {
   const status = toStatusBody(error);
-  if (error instanceof AdmissionError) {
+  if (error instanceof AdmissionError && status.code === 500) {
+    // Known not to have decided (past its deadline, its worker died): counted and logged as
+    // undecided, with a message of our own on the wire.
+    deps.metrics.undecidedReviews.inc();
+    deps.logger.error({ path, code: status.code, reason: error.code, message: error.message }, 'could not decide');
+  } else if (error instanceof AdmissionError) {
     deps.metrics.rejectedRequests.inc({ code: String(status.code) });
     deps.logger.warn({ path, code: status.code, reason: error.code, message: error.message }, 'request refused');
   } else {
@@ -256,6 +371,13 @@ function sendError(error: unknown, path: string, res: ServerResponse, deps: AppD
     return;
   }
   const payload = JSON.stringify(status);
-  res.writeHead(status.code, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
+  res.writeHead(status.code, {
+    'content-type': 'application/json',
+    'content-length': Buffer.byteLength(payload),
+    // client-go (which the API server calls webhooks with) retries a 429 or 5xx that carries
+    // Retry-After after that many seconds, up to 10 times within the webhook's timeout. 1 s, its
+    // smallest value: room in the budget comes back as reviews are answered, in well under a second.
+    ...(status.code === 503 ? { 'retry-after': '1' } : {}),
+  });
   res.end(payload);
 }

@@ -12,8 +12,12 @@ export interface Metrics {
   readonly reviewDuration: Histogram<'webhook'>;
   /** Requests refused before any decision (unauthenticated, malformed, too large, wrong type), by HTTP status. */
   readonly rejectedRequests: Counter<'code'>;
-  /** Reviews answered 500 "could not decide" (a plugin threw): the failurePolicy decided instead. */
+  /** Reviews answered 500 "could not decide" (a plugin threw, a deadline passed, a worker died): the failurePolicy decided instead. */
   readonly undecidedReviews: Counter;
+  /** Request body bytes received and not yet answered (src/http/body-budget.ts). */
+  readonly bodyBytesInFlight: Gauge;
+  /** Large reviews waiting for a review worker (src/server/review-pool.ts). */
+  readonly reviewQueue: Gauge;
   readonly policyLoadErrors: Counter;
   readonly policiesLoaded: Gauge;
   readonly cacheSynced: Gauge<'resource'>;
@@ -46,6 +50,10 @@ export interface MetricsOptions {
   /** Read at every scrape: each feature gate's value and source (undefined: no series). */
   readonly featureGateState?: () =>
     Readonly<Record<FeatureGateName, { readonly enabled: boolean; readonly source: FeatureGateSource }>> | undefined;
+  /** Read at every scrape: the body budget's bytes held. */
+  readonly bodyBytesInFlight?: () => number;
+  /** Read at every scrape: reviews waiting for a worker. */
+  readonly reviewQueue?: () => number;
 }
 
 export function createMetrics(options: MetricsOptions): Metrics {
@@ -80,8 +88,24 @@ export function createMetrics(options: MetricsOptions): Metrics {
     }),
     undecidedReviews: new Counter({
       name: 'tolerator_undecided_reviews_total',
-      help: 'Reviews answered 500 because a plugin could not decide; the webhook failurePolicy applied. Alert on any increase.',
+      help: 'Reviews answered 500 because they could not be decided (a plugin threw, the deadline passed, the review worker died); the webhook failurePolicy applied. Alert on any increase.',
       registers: [registry],
+    }),
+    bodyBytesInFlight: new Gauge({
+      name: 'tolerator_request_body_bytes_in_flight',
+      help: 'Request body bytes received and not yet answered, over all connections; bodies beyond the budget are refused with 503.',
+      registers: [registry],
+      collect() {
+        this.set(options.bodyBytesInFlight?.() ?? 0);
+      },
+    }),
+    reviewQueue: new Gauge({
+      name: 'tolerator_review_queue_length',
+      help: 'Large reviews waiting for a review worker thread.',
+      registers: [registry],
+      collect() {
+        this.set(options.reviewQueue?.() ?? 0);
+      },
     }),
     policyLoadErrors: new Counter({
       name: 'tolerator_policy_load_errors_total',

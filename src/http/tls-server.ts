@@ -43,13 +43,19 @@ export interface TlsServerOptions {
    * (its sync period plus cache TTL), so polling every 60 s adds at most one more minute.
    */
   readonly pollIntervalMs?: number;
-  /**
-   * The longest a request may take to arrive in full. kube-apiserver gives a webhook at most
-   * 30 s (timeoutSeconds' upper bound), so a body still arriving after that is not from it:
-   * a slow client is cut off instead of holding a socket forever.
-   */
+  /** The longest a request may take to arrive in full (default `bodyTimeoutMs`). */
   readonly requestTimeoutMs?: number;
+  /** Connections open at once (default: unbounded); src/http/transport-limits.ts derives it from memory. */
+  readonly maxConnections?: number;
 }
+
+/**
+ * 5 s: the webhooks' timeoutSeconds in deploy/. kube-apiserver stops waiting for a webhook's
+ * answer after timeoutSeconds, counted from before it writes the request, so a request still
+ * arriving after that has nobody waiting for its answer: a slow client is cut off instead of
+ * holding a connection and its body's share of the budget (test/deploy checks the two agree).
+ */
+export const bodyTimeoutMs = 5_000;
 
 export interface TlsServer {
   readonly server: Server;
@@ -83,10 +89,13 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
     ...(clientCa === undefined ? {} : { ca: clientCa.pem }),
   });
 
-  const requestTimeout = options.requestTimeoutMs ?? 30_000;
+  const requestTimeout = options.requestTimeoutMs ?? bodyTimeoutMs;
   const server = createServer(
     {
       ...secureContext(),
+      // A TCP connection that never completes its handshake holds a connection slot: the same
+      // bound as a request (Node's default is 120 s).
+      handshakeTimeout: requestTimeout,
       // Ask every client for a certificate, verify it against the CAs, and let the handshake
       // succeed either way: the probes and /metrics are answered without one, every other path
       // is refused with a 401 that says why (see src/http/client-ca.ts).
@@ -104,6 +113,10 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
   // k8s.io/apimachinery's SetTransportDefaults). Closing them sooner races its next request on
   // the same connection and fails that webhook call, so the server waits a little longer.
   server.keepAliveTimeout = 95_000;
+  if (options.maxConnections !== undefined) {
+    // Beyond it, new connections are closed as they are accepted, before any TLS work.
+    server.maxConnections = options.maxConnections;
+  }
 
   /**
    * Which CA bundle each connection's handshake was verified against, as a generation number

@@ -21,7 +21,7 @@ import { LineCounter, isNode, parseAllDocuments } from 'yaml';
 import { parseTenancyPolicy, tenancyPolicyApiVersion, tenancyPolicyKind } from './policy.js';
 import type { PolicyLoadError, TenancyPolicy } from './policy.js';
 import { createPolicySet } from './policy-set.js';
-import type { PolicySet } from './policy-set.js';
+import type { PolicySet, PolicySource } from './policy-set.js';
 
 const policyFile = /\.(ya?ml|json)$/;
 
@@ -42,27 +42,38 @@ export function loadPolicyDirectory(dir: string): PolicyDirectoryLoad {
   } catch (error) {
     return { set: { policies: [] }, errors: [{ file: dir, message: `cannot read the policy directory: ${describe(error)}` }] };
   }
-  const policies: TenancyPolicy[] = [];
+  const sources: PolicySource[] = [];
   const errors: PolicyLoadError[] = [];
   for (const name of names) {
     const file = join(dir, name);
-    let text: string;
     try {
       // statSync follows symlinks: a ConfigMap mount's `x.yaml` is a link into `..data/`.
       if (!statSync(file).isFile()) {
         continue;
       }
-      text = readFileSync(file, 'utf8');
+      sources.push({ file, text: readFileSync(file, 'utf8') });
     } catch (error) {
       errors.push({ file, message: `cannot read: ${describe(error)}` });
-      continue;
     }
+  }
+  const loaded = policySetFromSources(sources);
+  return { set: loaded.set, errors: [...errors, ...loaded.errors] };
+}
+
+/**
+ * The set the files' texts make, in the order given; pure. The set keeps the texts (`sources`),
+ * so that a review worker (src/server) can build the very same set in its own thread.
+ */
+export function policySetFromSources(sources: readonly PolicySource[]): PolicyDirectoryLoad {
+  const policies: TenancyPolicy[] = [];
+  const errors: PolicyLoadError[] = [];
+  for (const { file, text } of sources) {
     const loaded = parsePolicyFile(file, text);
     policies.push(...loaded.policies);
     errors.push(...loaded.errors);
   }
   const built = createPolicySet(policies);
-  return { set: built.set, errors: [...errors, ...built.errors] };
+  return { set: { ...built.set, sources }, errors: [...errors, ...built.errors] };
 }
 
 /** Parses one file's text; exported so tests and `tolerator test` can load policies without a directory. */

@@ -21,6 +21,14 @@ export interface PolicySet {
    * policies cost about what 1 does. Belongs to the set: a reload starts afresh.
    */
   readonly groupsByNamespace?: WeakMap<object, Map<TenancyPolicy, string>>;
+  /** The files' texts the set was built from (src/tenancy/policy-directory.ts), in load order. */
+  readonly sources?: readonly PolicySource[];
+}
+
+/** One policy file as it was read. */
+export interface PolicySource {
+  readonly file: string;
+  readonly text: string;
 }
 
 export const emptyPolicySet: PolicySet = { policies: [] };

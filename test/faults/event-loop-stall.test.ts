@@ -6,7 +6,7 @@
  * src/tenancy/cel.ts bounds policy cost statically (the evaluator cannot be interrupted): at most
  * 1,000 AST nodes, depth 50, 100-element literal lists and maps, 8 call arguments, and
  * comprehensions nested at most two deep. The first tests check each bound refuses at load. The
- * last ones run the costliest accepted work on a request well inside the 7 MiB body limit, in a
+ * last ones run the costliest accepted work on a request well inside the body limit, in a
  * worker thread with a deadline, so a stall fails the test in seconds instead of hanging it.
  */
 import assert from 'node:assert/strict';

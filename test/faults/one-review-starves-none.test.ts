@@ -106,6 +106,67 @@ describe('one review never starves the others', { timeout: 120_000 }, () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
+  it(`while ten large reviews are in flight, ordinary reviews on another connection are answered within ${ordinaryDeadlineMs} ms`, async () => {
+    // The issue's case: ten valid 3 MiB reviews at once (a Deployment scaled up, a dry-run loop),
+    // kept in flight for the whole window; on one thread an ordinary review waited 7.6–10.9 s.
+    const shapes = [
+      'containers with resources',
+      'tolerations, distinct keys',
+      'UPDATE, object and oldObject of 3 MiB differing everywhere',
+    ];
+    const bodies = shapes.map((shape) => {
+      const review = worstReviews().find((candidate) => candidate.shape === shape && candidate.path === '/validate');
+      assert.ok(review !== undefined, `bench/worst-reviews.ts has ${shape} on /validate`);
+      return review.build();
+    });
+    const { child, port } = await server();
+    const ordinaryAgent = new Agent({ keepAlive: true, maxSockets: 1, rejectUnauthorized: false });
+    const largeAgent = new Agent({ keepAlive: true, maxSockets: 10, rejectUnauthorized: false });
+    const window = { open: true };
+    try {
+      await post(port, ordinaryAgent, '/mutate', ordinary).answered;
+      const senders = Array.from({ length: 10 }, async (_, index) => {
+        const statuses: number[] = [];
+        for (let turn = index; window.open; turn++) {
+          statuses.push(await post(port, largeAgent, '/validate', bodies[turn % bodies.length] ?? '').answered);
+        }
+        return statuses;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      const started = performance.now();
+      let answeredOrdinary = 0;
+      while (performance.now() - started < 8_000) {
+        const outcome = await Promise.race([
+          post(port, ordinaryAgent, '/mutate', ordinary).answered,
+          new Promise<undefined>((resolve) =>
+            setTimeout(() => {
+              resolve(undefined);
+            }, ordinaryDeadlineMs),
+          ),
+        ]);
+        if (outcome === undefined) {
+          child.kill('SIGKILL');
+          served = undefined;
+          assert.fail(`an ordinary review had no answer after ${ordinaryDeadlineMs} ms (${answeredOrdinary} answered before it)`);
+        }
+        assert.equal(outcome, 200);
+        answeredOrdinary++;
+      }
+      window.open = false;
+      const statuses = (await Promise.all(senders)).flat();
+      assert.ok(statuses.length >= 10, `${statuses.length} large reviews answered`);
+      // A large one may miss its deadline when ten wait for one worker (500), never anything else.
+      assert.ok(
+        statuses.every((status) => status === 200 || status === 500),
+        `large reviews answered ${[...new Set(statuses)].join(', ')}`,
+      );
+    } finally {
+      window.open = false;
+      ordinaryAgent.destroy();
+      largeAgent.destroy();
+    }
+  });
+
   for (const { shape, path } of chosen) {
     const review = worstReviews().find((candidate) => candidate.shape === shape && candidate.path === path);
     it(`while ${shape} (${path}) is answered, ordinary reviews on other connections are answered within ${ordinaryDeadlineMs} ms`, async () => {

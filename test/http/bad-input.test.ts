@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import request from 'supertest';
+import { maxBodyBytes } from '../../src/http/body-limits.js';
 import { appFromArgs, loadReviewFixture } from '../support/harness.js';
 
 const app = appFromArgs([]);
@@ -384,13 +385,13 @@ describe('bad input gets a precise 4xx', () => {
     });
   }
 
-  it('an 8 MiB body → 413, above the 7 MiB limit', async () => {
+  it('a body over the 37 MiB limit → 413 (test/http/largest-review.test.ts says where 37 MiB comes from)', async () => {
     const res = await request(app)
       .post('/mutate')
       .set('Content-Type', 'application/json')
-      .send(`{"pad":"${'x'.repeat(8 * 1024 * 1024)}"}`);
+      .send(`{"pad":"${'x'.repeat(maxBodyBytes)}"}`);
     assert.equal(res.status, 413);
-    assert.match((JSON.parse(res.text) as { message: string }).message, /larger than the limit of 7 MiB/);
+    assert.match((JSON.parse(res.text) as { message: string }).message, /larger than the limit of 37 MiB/);
   });
 
   it('__proto__ and constructor keys are plain data, not a prototype', async () => {

@@ -1,5 +1,5 @@
 /**
- * A body over the 7 MiB limit is answered 413 once it has arrived, so that a client still writing
+ * A body over the limit (37 MiB) is answered 413 once it has arrived, so that a client still writing
  * it (kube-apiserver writes a review whole before it reads the answer) reads the 413 and its
  * message instead of a reset connection: answered early, the connection closed with bytes unread
  * and kube-apiserver reported `write: broken pipe` for three calls in six
@@ -92,7 +92,7 @@ describe('a body over the limit', () => {
     const answer = client.received();
     assert.match(answer, /^HTTP\/1\.1 413 /);
     assert.match(answer, /\r\nconnection: close\r\n/i);
-    assert.match(answer.slice(answer.indexOf('\r\n\r\n')), /"message":"request body is larger than the limit of 7 MiB"/);
+    assert.match(answer.slice(answer.indexOf('\r\n\r\n')), /"message":"request body is larger than the limit of 37 MiB"/);
   });
 
   it('is answered 413 once it ends when sent chunked, without a length', async () => {

@@ -8,7 +8,7 @@ import { Agent } from 'node:https';
 import { once } from 'node:events';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
-import { callServe, startServe, type ServedProcess } from '../support/serve-process.js';
+import { callServe, spawnServe, startServe, type ServedProcess } from '../support/serve-process.js';
 
 // The development certificate is self-signed for localhost: trust it for these calls only.
 const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: false });
@@ -28,6 +28,35 @@ describe('tolerator serve', () => {
     served.child.kill('SIGKILL');
     agent.destroy();
   });
+
+  it('derives its bounds from --memory-limit: 1/8 of 512Mi for bodies in flight, 963 connections, one review worker', async () => {
+    const bounded = await startServe(['--memory-limit', '512Mi', '--shutdown-delay', '0']);
+    try {
+      const serving = bounded.logs.find((entry) => entry.msg === 'tolerator serving');
+      assert.deepEqual(
+        [serving?.memoryBytes, serving?.bodyBudgetBytes, serving?.maxConnections, serving?.reviewWorkers],
+        [512 * 1024 * 1024, 64 * 1024 * 1024, 963, 1],
+      );
+    } finally {
+      bounded.child.kill('SIGKILL');
+    }
+  });
+
+  for (const [flag, value, message] of [
+    ['--memory-limit', '10Mi', '--memory-limit must be a quantity from 64Mi to 8Pi, got "10Mi"'],
+    ['--memory-limit', 'lots', '--memory-limit must be a quantity from 64Mi to 8Pi, got "lots"'],
+    ['--review-workers', '65', '--review-workers must be 0 to 64'],
+  ] as const) {
+    it(`refuses ${flag} ${value}: exit code 2 and the reason`, async () => {
+      const child = spawnServe([flag, value]);
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.stdout.resume();
+      const [code] = (await once(child, 'exit')) as [number | null];
+      assert.equal(code, 2);
+      assert.equal(stderr, `tolerator: ${message}\n`);
+    });
+  }
 
   it('warns that it serves a development certificate when none is given', () => {
     assert.ok(served.logs.some((entry) => entry.level === 40 && /development certificate/.test(String(entry.msg))));

@@ -1,0 +1,332 @@
+/**
+ * The review pool: large reviews are decided in worker threads, so that the main thread (which
+ * accepts connections, does TLS, and decides every ordinary review) is never held up by one.
+ * Review work is linear in the body but a 3 MiB body still costs up to half a second, and on one
+ * thread ten of them in flight made an ordinary review wait for seconds, past the webhooks'
+ * timeoutSeconds (bench/RESULTS.md, "Starvation").
+ *
+ * - A bounded number of workers (src/http/transport-limits.ts derives it from memory and CPUs),
+ *   each deciding one review at a time, each with a heap limit of its own: a review that needs
+ *   more ends its worker (ERR_WORKER_OUT_OF_MEMORY), not the process, and is answered 500.
+ * - Reviews wait in one queue, first in first out; what waits is bounded by the budget of bodies
+ *   in flight (src/http/body-budget.ts), which holds a body until its review is answered.
+ * - Each review has a deadline (the API server's own timeout, src/http/app.ts): one still queued
+ *   then is answered 500 without being decided; one still being decided is answered 500 and its
+ *   worker is ended (JavaScript cannot be interrupted otherwise) and replaced.
+ * - The context a worker decides with is data (src/server/protocol.ts): a thread cannot call the
+ *   closures over the informer caches, so the settings, the policy files' texts, the nodes (by
+ *   delta, src/server/node-mirror.ts) and each review's gates are sent; the Namespace and named
+ *   Node, which may need a live read of the API server, are asked of this thread.
+ */
+import { extname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { Worker, type WorkerOptions } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { ClusterFacts } from '../admission/cluster-facts.js';
+import { AdmissionError } from '../admission/errors.js';
+import type { WebhookSide } from '../admission/pipeline.js';
+import type { FeatureGates } from '../api/feature-gates.js';
+import type { AdmissionSettings } from '../cli/options.js';
+import type { ReviewAnswer } from '../http/answer.js';
+import type { ReviewOffload } from '../http/app.js';
+import type { PolicySet } from '../tenancy/policy-set.js';
+import { emptySentNodes, nodeDelta, type SentNodes } from './node-mirror.js';
+import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
+
+export interface ReviewPoolOptions {
+  readonly workers: number;
+  /** Each worker's old-generation heap limit, MiB. */
+  readonly heapMib: number;
+  readonly settings: AdmissionSettings;
+  readonly clusterFacts: ClusterFacts;
+  readonly policies: () => PolicySet;
+  readonly gates: () => FeatureGates;
+  readonly logger: Logger;
+  /** Monotonic milliseconds: the clock deadlines are given in. */
+  readonly now: () => number;
+  /** The worker's entry; tests pass a stand-in. Default: src/server/review-worker. */
+  readonly workerUrl?: URL;
+}
+
+export interface PoolStats {
+  /** Workers running and ready. */
+  readonly ready: number;
+  /** Workers deciding a review now. */
+  readonly busy: number;
+  /** Reviews waiting for a worker. */
+  readonly queued: number;
+  /** Workers started so far, replacements included. */
+  readonly started: number;
+  /** Reviews answered 500 because their deadline passed. */
+  readonly expired: number;
+}
+
+export interface ReviewPool extends ReviewOffload {
+  stats(): PoolStats;
+  /** Answers what still waits with 500 and ends the workers. */
+  close(): Promise<void>;
+}
+
+interface Job {
+  readonly id: number;
+  readonly side: WebhookSide;
+  body: Uint8Array | undefined;
+  readonly deadline: number;
+  readonly resolve: (answer: ReviewAnswer) => void;
+  readonly reject: (error: unknown) => void;
+  timer: NodeJS.Timeout | undefined;
+  settled: boolean;
+}
+
+interface Slot {
+  readonly worker: Worker;
+  /** Ready and not being ended: may be given a review. */
+  ready: boolean;
+  /** Was ready once: an exit after that is replaced at once, one before it after a backoff. */
+  wasReady: boolean;
+  exited: boolean;
+  job: Job | undefined;
+  sentPolicies: PolicySet | undefined;
+  readonly sentNodes: SentNodes;
+  /** Why it ended, when it did not end because it was told to. */
+  failure: Error | undefined;
+}
+
+/** src/server/review-worker, as .ts from the sources and .js once built. */
+const defaultWorkerUrl = new URL(`./review-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
+
+/**
+ * A worker that will not start (its code fails to load) is restarted after 1 s, doubling to 30 s:
+ * meanwhile the large reviews wait in the queue until their deadline (500), and the log says why.
+ */
+const restartBackoff = { initialMs: 1_000, maxMs: 30_000 };
+
+export async function startReviewPool(options: ReviewPoolOptions): Promise<ReviewPool> {
+  const { logger } = options;
+  const setup: WorkerSetup = { settings: options.settings, knowsNodes: options.clusterFacts.knowsNodes };
+  const url = options.workerUrl ?? defaultWorkerUrl;
+  const slots = new Set<Slot>();
+  const queue: Job[] = [];
+  let nextJob = 0;
+  let started = 0;
+  let expired = 0;
+  let closing = false;
+  let failedStarts = 0;
+
+  const settle = (job: Job, outcome: { answer: ReviewAnswer } | { error: unknown }): void => {
+    if (job.settled) return;
+    job.settled = true;
+    clearTimeout(job.timer);
+    job.body = undefined;
+    if ('answer' in outcome) job.resolve(outcome.answer);
+    else job.reject(outcome.error);
+  };
+
+  const post = (slot: Slot, message: ToWorker, transfer?: ArrayBuffer[]): void => {
+    if (!slot.exited) slot.worker.postMessage(message, transfer);
+  };
+
+  const run = (slot: Slot, job: Job): void => {
+    const body = job.body;
+    if (body === undefined) return;
+    const set = options.policies();
+    if (slot.sentPolicies !== set) {
+      if (set.sources === undefined && set.policies.length > 0) {
+        settle(job, { error: new Error('internal error: a policy set without its sources cannot be sent to a review worker') });
+        return;
+      }
+      post(slot, { type: 'policies', sources: set.sources });
+      slot.sentPolicies = set;
+    }
+    const delta = nodeDelta(slot.sentNodes, options.clusterFacts.listNodes());
+    if (delta !== undefined) post(slot, { type: 'nodes', ...delta });
+    slot.job = job;
+    // The body moves to the worker instead of being copied; only a buffer of its own can move.
+    const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
+    job.body = undefined;
+    try {
+      post(slot, { type: 'review', id: job.id, side: job.side, body: own, gates: options.gates() }, [own.buffer as ArrayBuffer]);
+    } catch (error) {
+      slot.job = undefined;
+      settle(job, { error });
+    }
+  };
+
+  const dispatch = (): void => {
+    for (const slot of slots) {
+      if (queue.length === 0) return;
+      if (!slot.ready || slot.job !== undefined) continue;
+      const job = queue.shift();
+      if (job !== undefined) run(slot, job);
+    }
+  };
+
+  const expire = (job: Job): void => {
+    const waiting = queue.indexOf(job);
+    if (waiting !== -1) queue.splice(waiting, 1);
+    for (const slot of slots) {
+      if (slot.job === job) {
+        // Still deciding: JavaScript cannot be interrupted, so the worker goes and another comes.
+        slot.job = undefined;
+        slot.ready = false;
+        void slot.worker.terminate();
+      }
+    }
+    expired++;
+    settle(job, {
+      error: new AdmissionError(
+        'CouldNotDecide',
+        `the review was not decided within its deadline (the API server's timeout)${waiting === -1 ? '' : ': it was still waiting for a review worker'}`,
+      ),
+    });
+  };
+
+  const onMessage = (slot: Slot, message: FromWorker): void => {
+    switch (message.type) {
+      case 'ready':
+        slot.ready = true;
+        slot.wasReady = true;
+        failedStarts = 0;
+        dispatch();
+        return;
+      case 'policies-failed':
+        logger.error({ error: message.message }, 'a review worker could not build the policy set; its reviews are undecided');
+        return;
+      case 'facts': {
+        const read =
+          message.query === 'namespace' ? options.clusterFacts.getNamespace(message.name) : options.clusterFacts.readNode(message.name);
+        read.then(
+          (value) => {
+            post(slot, { type: 'facts', id: message.id, value });
+          },
+          (error: unknown) => {
+            post(slot, { type: 'facts', id: message.id, value: undefined, error: error instanceof Error ? error.message : String(error) });
+          },
+        );
+        return;
+      }
+      case 'answer':
+      case 'refused':
+      case 'failed': {
+        const job = slot.job;
+        if (job === undefined || job.id !== message.id) return;
+        slot.job = undefined;
+        if (message.type === 'answer') settle(job, { answer: { payload: message.payload, summary: message.summary } });
+        else if (message.type === 'refused') settle(job, { error: new AdmissionError(message.code, message.message) });
+        else settle(job, { error: new Error(`review worker: ${message.error}`) });
+        dispatch();
+        return;
+      }
+    }
+  };
+
+  const spawn = (): Promise<void> => {
+    started++;
+    const worker = createWorker(url, {
+      workerData: setup,
+      resourceLimits: { maxOldGenerationSizeMb: options.heapMib },
+    });
+    const slot: Slot = {
+      worker,
+      ready: false,
+      wasReady: false,
+      exited: false,
+      job: undefined,
+      sentPolicies: undefined,
+      sentNodes: emptySentNodes(),
+      failure: undefined,
+    };
+    slots.add(slot);
+    worker.on('message', (message: FromWorker) => {
+      onMessage(slot, message);
+    });
+    worker.on('error', (error) => {
+      slot.failure = error;
+    });
+    return new Promise<void>((resolve, reject) => {
+      worker.once('message', () => {
+        resolve();
+      });
+      worker.once('exit', (code) => {
+        slot.exited = true;
+        slot.ready = false;
+        slots.delete(slot);
+        const wasReady = slot.wasReady;
+        const failure = slot.failure;
+        const job = slot.job;
+        slot.job = undefined;
+        if (job !== undefined) {
+          const outOfMemory = (failure as { code?: string } | undefined)?.code === 'ERR_WORKER_OUT_OF_MEMORY';
+          settle(job, {
+            error: new AdmissionError(
+              'CouldNotDecide',
+              outOfMemory
+                ? `the review needed more than the ${options.heapMib} MiB heap a review worker has`
+                : 'the review worker deciding it stopped',
+            ),
+          });
+        }
+        if (!wasReady) reject(failure ?? new Error(`a review worker exited with code ${code} before it was ready`));
+        if (closing) return;
+        if (failure !== undefined || !wasReady) {
+          logger.error({ err: failure, code, wasReady }, 'review worker stopped; starting another');
+        }
+        const delayMs = wasReady ? 0 : Math.min(restartBackoff.maxMs, restartBackoff.initialMs * 2 ** failedStarts++);
+        const restart = setTimeout(() => {
+          if (!closing) spawn().catch(() => undefined);
+        }, delayMs);
+        restart.unref();
+      });
+    });
+  };
+
+  await Promise.all(Array.from({ length: options.workers }, spawn));
+
+  return {
+    review(side, body, deadline) {
+      return new Promise<ReviewAnswer>((resolve, reject) => {
+        if (closing) {
+          reject(new AdmissionError('CouldNotDecide', 'the webhook is shutting down'));
+          return;
+        }
+        const job: Job = { id: nextJob++, side, body, deadline, resolve, reject, timer: undefined, settled: false };
+        job.timer = setTimeout(
+          () => {
+            expire(job);
+          },
+          Math.max(0, deadline - options.now()),
+        );
+        queue.push(job);
+        dispatch();
+      });
+    },
+    stats: () => ({
+      ready: [...slots].filter((slot) => slot.ready).length,
+      busy: [...slots].filter((slot) => slot.job !== undefined).length,
+      queued: queue.length,
+      started,
+      expired,
+    }),
+    async close() {
+      closing = true;
+      for (const job of queue.splice(0)) {
+        settle(job, { error: new AdmissionError('CouldNotDecide', 'the webhook is shutting down') });
+      }
+      await Promise.all([...slots].map((slot) => slot.worker.terminate()));
+    },
+  };
+}
+
+/**
+ * From the sources (the tests, `npm start`), Node.js 20 does not carry the main thread's
+ * `--import tsx` into a worker, so the worker registers tsx itself before it loads its entry;
+ * once built (dist/, the image), the entry is plain JavaScript.
+ */
+function createWorker(url: URL, options: WorkerOptions): Worker {
+  if (url.pathname.endsWith('.ts')) {
+    const tsx = import.meta.resolve('tsx/esm/api');
+    const code = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(url.href)}); });`;
+    return new Worker(code, { ...options, eval: true });
+  }
+  return new Worker(url, options);
+}

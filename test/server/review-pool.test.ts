@@ -1,0 +1,182 @@
+/**
+ * The review pool (src/server/review-pool.ts), with a stand-in worker whose reviews take as long
+ * as the test says (test/support/held-review-worker.ts) and with the real one. Everything is
+ * asserted through counts and outcomes (which review was answered how, how many workers were
+ * started), never through how long something took.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, it } from 'node:test';
+import { emptyClusterFacts, type ClusterFacts } from '../../src/admission/cluster-facts.js';
+import { AdmissionError } from '../../src/admission/errors.js';
+import type { Namespace, Node } from '../../src/api/types.js';
+import { parseFlags } from '../../src/cli/flags.js';
+import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
+import { loadPolicies } from '../../src/cli/runtime.js';
+import { startReviewPool, type ReviewPool, type ReviewPoolOptions } from '../../src/server/review-pool.js';
+import { emptyPolicySet, type PolicySet } from '../../src/tenancy/policy-set.js';
+import { policySetFromSources } from '../../src/tenancy/policy-directory.js';
+import { loadReviewFixture, silentLogger } from '../support/harness.js';
+
+const heldWorker = new URL('../support/held-review-worker.ts', import.meta.url);
+const settings = readAdmissionSettings(parseFlags([], admissionFlags));
+const pools: ReviewPool[] = [];
+after(async () => {
+  await Promise.all(pools.map((pool) => pool.close()));
+});
+
+async function pool(overrides: Partial<ReviewPoolOptions> = {}): Promise<ReviewPool> {
+  const started = await startReviewPool({
+    workers: 1,
+    heapMib: 64,
+    settings,
+    clusterFacts: emptyClusterFacts,
+    policies: () => emptyPolicySet,
+    gates: () => settings.gates,
+    logger: silentLogger,
+    now: () => performance.now(),
+    workerUrl: heldWorker,
+    ...overrides,
+  });
+  pools.push(started);
+  return started;
+}
+
+const command = (value: object): Buffer => Buffer.from(JSON.stringify(value));
+/** How many reviews the stand-in worker that answered had received, this one included. */
+const received = (answer: { payload: string }): number => (JSON.parse(answer.payload) as { received: number }).received;
+const far = (): number => performance.now() + 60_000;
+
+/** Waits until `check` holds, polling: for states the pool reaches asynchronously (a worker replaced). */
+async function until(check: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 600; i++) {
+    if (check()) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  assert.fail(`never: ${what}`);
+}
+
+function couldNotDecide(pattern: RegExp): (error: unknown) => boolean {
+  return (error) => {
+    assert.ok(error instanceof AdmissionError, `an AdmissionError, got ${String(error)}`);
+    assert.equal(error.code, 'CouldNotDecide');
+    assert.equal(error.httpStatus, 500);
+    assert.match(error.message, pattern);
+    return true;
+  };
+}
+
+describe('the review pool: deadlines, a worker that dies, and what a worker decides with', { timeout: 120_000 }, () => {
+  it('a review still waiting for a worker when its deadline passes is answered 500 and never reaches a worker', async () => {
+    const reviews = await pool();
+    const first = reviews.review('validate', command({ holdMs: 1_500 }), far());
+    const second = reviews.review('validate', command({}), performance.now() + 100);
+    await assert.rejects(second, couldNotDecide(/not decided within its deadline.*still waiting for a review worker/));
+    assert.equal(reviews.stats().expired, 1);
+    // The first one was decided; the stand-in counts every review it received: only that one.
+    assert.equal(received(await first), 1);
+    const third = await reviews.review('validate', command({}), far());
+    assert.equal(received(third), 2, 'the expired review was never sent to the worker');
+    assert.equal(reviews.stats().started, 1);
+  });
+
+  it('a review still being decided when its deadline passes is answered 500, and its worker is replaced', async () => {
+    const reviews = await pool();
+    const stuck = reviews.review('validate', command({ holdMs: 30_000 }), performance.now() + 200);
+    await assert.rejects(stuck, couldNotDecide(/not decided within its deadline/));
+    assert.equal(reviews.stats().expired, 1);
+    await until(() => reviews.stats().started === 2 && reviews.stats().ready === 1, 'a second worker ready');
+    const next = await reviews.review('validate', command({}), far());
+    assert.equal(received(next), 1, 'a new worker answered it');
+  });
+
+  it('a review that needs more heap than a worker has is answered 500, the process lives on, and the worker is replaced', async () => {
+    const reviews = await pool({ heapMib: 32 });
+    await assert.rejects(reviews.review('validate', command({ allocate: true }), far()), couldNotDecide(/more than the 32 MiB heap/));
+    await until(() => reviews.stats().started === 2 && reviews.stats().ready === 1, 'a second worker ready');
+    assert.equal(received(await reviews.review('validate', command({}), far())), 1);
+  });
+
+  it('a review whose plugins throw in the worker is undecided: a plain error, for the 500 and the log', async () => {
+    const reviews = await pool();
+    await assert.rejects(reviews.review('validate', command({ throw: 'boom' }), far()), (error: unknown) => {
+      assert.ok(error instanceof Error && !(error instanceof AdmissionError));
+      assert.match(error.message, /review worker: boom/);
+      return true;
+    });
+  });
+
+  it('queued reviews are answered in order, one at a time per worker, by as many workers as it has', async () => {
+    const reviews = await pool({ workers: 2 });
+    const answers = await Promise.all(Array.from({ length: 6 }, () => reviews.review('validate', command({ holdMs: 50 }), far())));
+    const threads = new Set(answers.map((answer) => (JSON.parse(answer.payload) as { threadId: number }).threadId));
+    assert.equal(threads.size, 2, 'both workers decided');
+    assert.equal(reviews.stats().started, 2);
+    assert.equal(reviews.stats().queued, 0);
+  });
+
+  it('close answers what still waits with 500', async () => {
+    const reviews = await pool();
+    const held = reviews.review('validate', command({ holdMs: 500 }), far());
+    const waiting = assert.rejects(reviews.review('validate', command({}), far()), couldNotDecide(/shutting down/));
+    await reviews.close();
+    await waiting;
+    await held.catch(() => undefined);
+  });
+});
+
+describe('the real review worker decides as the main thread does', { timeout: 120_000 }, () => {
+  const fixture = loadReviewFixture('tenant-pod-create');
+  const tenancyArgs = ['--policies=policies', '--cluster-state=test/fixtures/config/tenancy-cluster.yaml'];
+  const tenancySettings = readAdmissionSettings(parseFlags(tenancyArgs, admissionFlags));
+  const namespaceReads: string[] = [];
+  const facts: ClusterFacts = {
+    ...emptyClusterFacts,
+    getNamespace: (name) => {
+      namespaceReads.push(name);
+      return Promise.resolve({ apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels: { dedicated: 'gpu' } } } as Namespace);
+    },
+    knowsNodes: true,
+    listNodes: () => [] as Node[],
+  };
+
+  it('asks this thread for the Namespace, and decides with the policy set this thread has, sent as its files', async () => {
+    let set: PolicySet = loadPolicies('policies');
+    assert.ok(set.sources !== undefined && set.sources.length > 0, 'a loaded set keeps its files');
+    const reviews = await startReviewPool({
+      workers: 1,
+      heapMib: 160,
+      settings: tenancySettings,
+      clusterFacts: facts,
+      policies: () => set,
+      gates: () => tenancySettings.gates,
+      logger: silentLogger,
+      now: () => performance.now(),
+    });
+    pools.push(reviews);
+    const body = Buffer.from(JSON.stringify(fixture.review));
+    const withPolicies = await reviews.review('mutate', body, far());
+    assert.deepEqual(namespaceReads, [fixture.review.request.namespace], 'the worker asked for the request namespace');
+    assert.ok(withPolicies.summary.plugins.includes('DedicatedNodes'), `DedicatedNodes acted: ${withPolicies.summary.plugins.join(', ')}`);
+    // A reload on this thread: the next review in the worker decides with the new set.
+    set = policySetFromSources([]).set;
+    const withNone = await reviews.review('mutate', Buffer.from(JSON.stringify(fixture.review)), far());
+    assert.ok(!withNone.summary.plugins.includes('DedicatedNodes'), 'without policies DedicatedNodes has nothing to do');
+  });
+
+  it('never decides without the policies: a set it cannot be sent is undecided, not decided without them', async () => {
+    const loaded = loadPolicies('policies');
+    const { sources: _dropped, ...withoutSources } = loaded;
+    const reviews = await startReviewPool({
+      workers: 1,
+      heapMib: 160,
+      settings: tenancySettings,
+      clusterFacts: facts,
+      policies: () => withoutSources,
+      gates: () => tenancySettings.gates,
+      logger: silentLogger,
+      now: () => performance.now(),
+    });
+    pools.push(reviews);
+    await assert.rejects(reviews.review('mutate', Buffer.from(JSON.stringify(fixture.review)), far()), /without its sources/);
+  });
+});
