@@ -92,7 +92,10 @@ export function webhooksAt(objects: readonly KubeObject[], url: string, ca: stri
 }
 
 export interface ToleratorOnClusterOptions {
-  /** A folder of its own for this suite: the control plane's files and tolerator's. */
+  /**
+   * A temporary folder of its own for this suite: the control plane's files and tolerator's. It is
+   * removed, and every process killed, if the calling process dies without stop() (reaper.ts).
+   */
   readonly dir: string;
   readonly plane?: Omit<ControlPlaneOptions, 'dir'>;
   /** Further `tolerator serve` flags (--policies, --admission-config, --enable-plugins, …). */
@@ -157,7 +160,7 @@ export async function refusal(promise: Promise<unknown>): Promise<ReturnType<typ
 }
 
 export async function startToleratorOnCluster(options: ToleratorOnClusterOptions): Promise<ToleratorOnCluster> {
-  const plane = await startControlPlane({ dir: options.dir, ...options.plane });
+  const plane = await startControlPlane({ dir: options.dir, temporaryDir: true, ...options.plane });
   let served: ServedProcess | undefined;
   try {
     const admin = clientsFor(plane.kubeconfig);
@@ -186,6 +189,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
         // startServe passes --port 0 first; a later --port wins (flags are last-wins, as pflag's).
         ...(port === 0 ? [] : ['--port', String(port)]),
       ]);
+      plane.adopt(process.child);
       return process;
     };
 
