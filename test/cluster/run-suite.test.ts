@@ -62,6 +62,23 @@ describe('npm run test:e2e', () => {
     }
   });
 
+  it('runs the suites one at a time, whatever the number of cores (node would run cores - 1 files at once)', () => {
+    // On this project's 2-core machines node's default is one file at a time already; on a CI
+    // runner with 4 cores it was 3 control planes at once, which docs/testing.md says never happens.
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const run = runSuite(['test/fixtures/e2e/one-at-a-time-first.e2e.ts', 'test/fixtures/e2e/one-at-a-time-second.e2e.ts'], {
+        ...process.env,
+        TOLERATOR_CONTROL_PLANE_BIN: bin,
+        TOLERATOR_FIXTURE_LOCK: join(bin, 'lock'),
+      });
+      assert.equal(run.status, 0, run.output);
+      assert.match(run.output, /^ℹ pass 2$/m);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a TOLERATOR_E2E_TIMEOUT_MS that is not a number of milliseconds', () => {
     const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
     try {

@@ -26,6 +26,10 @@ import { main as build, goToolchainProblem, installedGoVersion } from './build.j
  */
 export const e2eTestTimeoutMs = 600_000;
 
+// One file at a time (--test-concurrency=1): node's default is the number of cores less one, so a
+// 4-core CI runner started three control planes at once (three kube-apiservers of about 500 MB
+// each, and the 5 s webhook timeouts that failure-modes.e2e.ts measures shared with them).
+
 /** The bound in force: TOLERATOR_E2E_TIMEOUT_MS (milliseconds, for a slower machine) or e2eTestTimeoutMs. */
 function testTimeoutMs(): number {
   const value = process.env.TOLERATOR_E2E_TIMEOUT_MS;
@@ -83,7 +87,7 @@ function run(folder: string, only: readonly string[]): number {
   }
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=spec', `--test-timeout=${testTimeoutMs()}`, ...files],
+    ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${testTimeoutMs()}`, ...files],
     {
       cwd: REPO_ROOT,
       stdio: 'inherit',
