@@ -8,7 +8,8 @@
  * Idempotent: bin/BUILD holds a digest of everything the output depends on (go.mod, go.sum, the
  * Go toolchain's version, the flags below); when it matches and every binary is there, nothing
  * is built. The Kubernetes binaries are built in one `go build` so they share one compilation of
- * their common packages. Exit codes: 0 built or up to date, 2 usage or no Go, 1 the build failed.
+ * their common packages. Exit codes: 0 built or up to date, 2 usage, no Go or a Go older than the
+ * module's `go` line, 1 the build failed.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -55,14 +56,47 @@ export function versionLdflags(version: string): string {
   return ['-s', '-w', ...stamps].join(' ');
 }
 
+/**
+ * Why the installed Go cannot build a module whose go.mod says `go X.Y[.Z]`, or undefined when it
+ * can. The build runs with GOTOOLCHAIN=local (it never downloads a toolchain), so an older Go only
+ * fails with `go.mod requires go >= …`: Debian 12 packages Go 1.19 and Ubuntu 24.04 Go 1.22, so a
+ * fresh machine with its distribution's Go is this case, and it is told as plainly as no Go at
+ * all. `goVersion` is `go env GOVERSION` (`go1.26.8`, `go1.25rc1`), undefined when there is no Go;
+ * a development build (`devel …`) is taken to be new enough.
+ */
+export function goToolchainProblem(goMod: string, goVersion: string | undefined): string | undefined {
+  const required = /^go\s+(\d+)\.(\d+)(?:\.(\d+))?\s*$/m.exec(goMod);
+  const need = required === null ? undefined : required.slice(1).map((part: string | undefined) => Number(part ?? 0));
+  if (goVersion === undefined) {
+    return `Go is not installed (the module needs Go ${need === undefined ? '' : `${need[0]}.${need[1]}`} or later)`;
+  }
+  const installed = /^go(\d+)\.(\d+)(?:\.(\d+))?/.exec(goVersion);
+  if (need === undefined || installed === null) return undefined;
+  const have = installed.slice(1).map((part: string | undefined) => Number(part ?? 0));
+  for (let i = 0; i < 3; i++) {
+    if (have[i]! > need[i]!) return undefined;
+    if (have[i]! < need[i]!) return `Go ${goVersion.slice(2)} is installed, and the module needs Go ${need.join('.')} or later`;
+  }
+  return undefined;
+}
+
+/** `go env GOVERSION` in `moduleDir`, or undefined when Go is not installed. */
+export function installedGoVersion(moduleDir: string): string | undefined {
+  return goOutput(['env', 'GOVERSION'], moduleDir);
+}
+
 function run(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): number {
   const result = spawnSync(command, args, { cwd, env, stdio: 'inherit' });
   if (result.error !== undefined) throw result.error;
   return result.status ?? 1;
 }
 
+/**
+ * GOTOOLCHAIN=local here too: in a module whose go.mod names a newer Go, the default (auto) makes
+ * an older `go` download that toolchain and answer for it, which the build (local) never runs.
+ */
 function goOutput(args: readonly string[], cwd: string): string | undefined {
-  const result = spawnSync('go', args, { cwd, encoding: 'utf8' });
+  const result = spawnSync('go', args, { cwd, encoding: 'utf8', env: { ...process.env, GOTOOLCHAIN: 'local' } });
   return result.status === 0 ? result.stdout.trim() : undefined;
 }
 
@@ -91,12 +125,13 @@ export function main(argv: readonly string[]): number {
     console.error(`control-plane:build: no module for Kubernetes ${minor} (tools/controlplane/${minor}/go.mod)`);
     return 2;
   }
-  const goVersion = goOutput(['env', 'GOVERSION'], moduleDir);
-  if (goVersion === undefined) {
-    console.error('control-plane:build: Go is not installed (the 1.35 module needs Go 1.25 or later)');
+  const goMod = readFileSync(join(moduleDir, 'go.mod'), 'utf8');
+  const goVersion = installedGoVersion(moduleDir);
+  const goProblem = goToolchainProblem(goMod, goVersion);
+  if (goProblem !== undefined || goVersion === undefined) {
+    console.error(`control-plane:build: ${goProblem ?? 'Go is not installed'}`);
     return 2;
   }
-  const goMod = readFileSync(join(moduleDir, 'go.mod'), 'utf8');
   const pins = modulePins(goMod);
   const ldflags = versionLdflags(pins.kubernetes);
   const binDir = binDirFor(minor);

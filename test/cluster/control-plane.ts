@@ -25,6 +25,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CONTROL_PLANE_BINARIES, findControlPlane, type ControlPlaneBinaries, type ControlPlaneBinary } from './binaries.js';
 import { createControlPlanePki, signCertificate, type ControlPlanePki, type Pair } from './pki.js';
+import { startReaper } from './reaper.js';
 
 export interface ControlPlaneOptions {
   /** Where the PKI, etcd's data, the logs, `kubeconfig`, `ready` and `bin/` go; made if missing. */
@@ -42,6 +43,11 @@ export interface ControlPlaneOptions {
   readonly apiserverArgs?: readonly string[];
   readonly scheduler?: boolean;
   readonly controllerManager?: boolean;
+  /**
+   * `dir` is a temporary folder of the caller's: removed too if the calling process dies without
+   * stopping the plane (see reaper.ts). Never for a folder a person named (`npm run control-plane`).
+   */
+  readonly temporaryDir?: boolean;
 }
 
 export interface ControlPlane {
@@ -59,6 +65,11 @@ export interface ControlPlane {
   kubeconfigFor(user: string, groups: readonly string[]): Promise<string>;
   /** The PIDs of the processes this plane started and that are still running. */
   pids(): number[];
+  /**
+   * Kills `child` with the plane's own processes if the calling process dies without stopping
+   * them (reaper.ts); for a process started beside the plane, such as `tolerator serve`.
+   */
+  adopt(child: ChildProcess): void;
   /** Stops every process it started (SIGTERM, then SIGKILL after 10 s) and waits for each to exit. */
   stop(): Promise<void>;
 }
@@ -159,6 +170,17 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
   const saKey = file('sa.key', pki.serviceAccount.privateKey);
   const saPub = file('sa.pub', pki.serviceAccount.publicKey);
 
+  // Started before any component, so none can outlive this process (reaper.ts).
+  const reaper = startReaper();
+  if (options.temporaryDir === true) reaper.removeOnDeath(dir);
+  const adopt = (child: ChildProcess): void => {
+    const pid = child.pid;
+    if (pid === undefined) return;
+    reaper.watch(pid);
+    child.once('exit', () => {
+      reaper.exited(pid);
+    });
+  };
   const started: Started[] = [];
   const launch = (name: string, binary: ControlPlaneBinary, args: readonly string[]): Started => {
     const log = join(dir, 'logs', `${name}.log`);
@@ -169,6 +191,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
     child.once('exit', () => {
       entry.exited = true;
     });
+    adopt(child);
     started.push(entry);
     return entry;
   };
@@ -184,6 +207,8 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         await exited;
       }
     }
+    // Everything it watched has exited: the watcher may go (a second stop() is a no-op).
+    reaper.close();
   };
   const waitFor = async (entry: Started, check: () => Promise<boolean>, seconds: number): Promise<void> => {
     const deadline = Date.now() + seconds * 1000;
@@ -302,6 +327,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         return path;
       },
       pids: () => started.filter((entry) => !entry.exited && entry.child.pid !== undefined).map((entry) => entry.child.pid!),
+      adopt,
       stop,
     };
   } catch (error) {

@@ -2,54 +2,106 @@
  * `npm run test:e2e`: the suites that need a real control plane (test/e2e/*.e2e.ts), run as part
  * of `npm test`. Builds the control plane first (`npm run control-plane:build`, a no-op when it
  * is built), then runs the suites with node's test runner. Where it cannot be built — no Go on
- * the machine and no build in tools/controlplane/ — it prints one line saying what it skipped and
- * why, and passes; with TOLERATOR_REQUIRE_CONTROL_PLANE=1 (CI) that is a failure instead.
+ * the machine, or a Go older than the module's `go` line, and no build in tools/controlplane/ — it
+ * prints one line saying what it skipped and why, and passes; with TOLERATOR_REQUIRE_CONTROL_PLANE=1
+ * (CI) that is a failure instead. With TOLERATOR_CONTROL_PLANE_BIN set, that build is used and
+ * nothing is built.
  *
  * The suites have the suffix .e2e.ts, not .test.ts, so `npm run test:unit` never picks them up.
+ * `npm run test:e2e -- FILE...` runs only those files, after the same build.
  */
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_MINOR, REPO_ROOT, REQUIRE_CONTROL_PLANE, findControlPlane } from './binaries.js';
-import { main as build } from './build.js';
+import { main as build, goToolchainProblem, installedGoVersion } from './build.js';
+
+/**
+ * The bound on every e2e test and hook (node's --test-timeout): 10 minutes. The longest hook
+ * starts a control plane with kube-scheduler and kube-controller-manager and tolerator, whose own
+ * deadlines add up to 330 s (etcd 30, kube-apiserver 90, kube-scheduler 60, kube-controller-manager
+ * 60, tolerator 30, its webhooks 60); the longest test waits on a few 60 s pollUntil deadlines.
+ * Without a bound a request that never returns hangs CI until the job's own limit. A timed-out
+ * file ends without its after() hook; its control plane goes with it all the same (reaper.ts).
+ */
+export const e2eTestTimeoutMs = 600_000;
+
+// One file at a time (--test-concurrency=1): node's default is the number of cores less one, so a
+// 4-core CI runner started three control planes at once (three kube-apiservers of about 500 MB
+// each, and the 5 s webhook timeouts that failure-modes.e2e.ts measures shared with them).
+
+/** The bound in force: TOLERATOR_E2E_TIMEOUT_MS (milliseconds, for a slower machine) or e2eTestTimeoutMs. */
+function testTimeoutMs(): number {
+  const value = process.env.TOLERATOR_E2E_TIMEOUT_MS;
+  if (value === undefined || value === '') return e2eTestTimeoutMs;
+  if (!/^[1-9][0-9]*$/.test(value))
+    throw new Error(`TOLERATOR_E2E_TIMEOUT_MS must be a positive number of milliseconds, not ${JSON.stringify(value)}`);
+  return Number(value);
+}
 
 function suiteFiles(folder: string): string[] {
   const dir = join(REPO_ROOT, 'test', folder);
+  if (!existsSync(dir)) return [];
   return readdirSync(dir)
     .filter((file) => file.endsWith('.e2e.ts'))
     .sort()
     .map((file) => join('test', folder, file));
 }
 
-function run(folder: string): number {
-  const files = suiteFiles(folder);
-  const minor = process.env.TOLERATOR_CONTROL_PLANE_VERSION ?? DEFAULT_MINOR;
-  const hasGo = spawnSync('go', ['env', 'GOVERSION'], { stdio: 'ignore' }).status === 0;
-  if (hasGo) {
-    const built = build(['--version', minor]);
-    if (built !== 0) return built;
-  } else if (typeof findControlPlane(minor) === 'string') {
-    const line = `${folder}: ${files.length} suites skipped: Go is not installed, so the Kubernetes ${minor} control plane cannot be built`;
-    if (REQUIRE_CONTROL_PLANE) {
-      console.error(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure)`);
-      return 1;
-    }
-    console.log(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure)`);
-    return 0;
+/**
+ * Why this machine's Go cannot build the control plane of `minor`, or undefined when it can. A
+ * minor without a module is the build's to refuse (exit 2, a failure): a mistyped
+ * TOLERATOR_CONTROL_PLANE_VERSION must not pass as a skip.
+ */
+function goCannotBuild(minor: string): string | undefined {
+  const moduleDir = join(REPO_ROOT, 'tools', 'controlplane', minor);
+  const goMod = join(moduleDir, 'go.mod');
+  if (!existsSync(goMod)) return undefined;
+  return goToolchainProblem(readFileSync(goMod, 'utf8'), installedGoVersion(moduleDir));
+}
+
+function run(folder: string, only: readonly string[]): number {
+  const files = only.length > 0 ? [...only] : suiteFiles(folder);
+  if (files.length === 0) {
+    // node --test without files would search the whole tree for tests of its own choosing.
+    console.error(`${folder}: no *.e2e.ts files in test/${folder}`);
+    return 1;
   }
-  const result = spawnSync(process.execPath, ['--import', 'tsx', '--test', '--test-reporter=spec', ...files], {
-    cwd: REPO_ROOT,
-    stdio: 'inherit',
-    // Built now: a suite that still finds no control plane is broken, not skipped.
-    env: { ...process.env, TOLERATOR_REQUIRE_CONTROL_PLANE: '1' },
-  });
+  const minor = process.env.TOLERATOR_CONTROL_PLANE_VERSION ?? DEFAULT_MINOR;
+  // A build named by TOLERATOR_CONTROL_PLANE_BIN is what the suites use (binaries.ts): building
+  // another one here would cost minutes and, without network or Go, fail the run for nothing.
+  if (process.env.TOLERATOR_CONTROL_PLANE_BIN === undefined) {
+    const problem = goCannotBuild(minor);
+    if (problem === undefined) {
+      const built = build(['--version', minor]);
+      if (built !== 0) return built;
+    } else if (typeof findControlPlane(minor) === 'string') {
+      const line = `${folder}: ${files.length} suites skipped: ${problem}, so the Kubernetes ${minor} control plane cannot be built`;
+      if (REQUIRE_CONTROL_PLANE) {
+        console.error(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure)`);
+        return 1;
+      }
+      console.log(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure)`);
+      return 0;
+    }
+  }
+  const result = spawnSync(
+    process.execPath,
+    ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${testTimeoutMs()}`, ...files],
+    {
+      cwd: REPO_ROOT,
+      stdio: 'inherit',
+      // Built now: a suite that still finds no control plane is broken, not skipped.
+      env: { ...process.env, TOLERATOR_REQUIRE_CONTROL_PLANE: '1' },
+    },
+  );
   return result.status ?? 1;
 }
 
-const folder = process.argv[2];
+const [folder, ...only] = process.argv.slice(2);
 if (folder !== 'e2e' && folder !== 'differential') {
-  console.error('usage: node --import tsx test/cluster/run-suite.ts e2e|differential');
+  console.error('usage: node --import tsx test/cluster/run-suite.ts e2e|differential [FILE...]');
   process.exitCode = 2;
 } else {
-  process.exitCode = run(folder);
+  process.exitCode = run(folder, only);
 }

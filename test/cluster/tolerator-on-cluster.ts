@@ -8,7 +8,8 @@
  * certificate this run's CA signs (IP SAN 127.0.0.1) and the identity of the shipped service
  * account, so the shipped ClusterRole is what it reads the cluster with.
  */
-import { spawnSync } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
@@ -92,7 +93,10 @@ export function webhooksAt(objects: readonly KubeObject[], url: string, ca: stri
 }
 
 export interface ToleratorOnClusterOptions {
-  /** A folder of its own for this suite: the control plane's files and tolerator's. */
+  /**
+   * A temporary folder of its own for this suite: the control plane's files and tolerator's. It is
+   * removed, and every process killed, if the calling process dies without stop() (reaper.ts).
+   */
   readonly dir: string;
   readonly plane?: Omit<ControlPlaneOptions, 'dir'>;
   /** Further `tolerator serve` flags (--policies, --admission-config, --enable-plugins, …). */
@@ -157,7 +161,7 @@ export async function refusal(promise: Promise<unknown>): Promise<ReturnType<typ
 }
 
 export async function startToleratorOnCluster(options: ToleratorOnClusterOptions): Promise<ToleratorOnCluster> {
-  const plane = await startControlPlane({ dir: options.dir, ...options.plane });
+  const plane = await startControlPlane({ dir: options.dir, temporaryDir: true, ...options.plane });
   let served: ServedProcess | undefined;
   try {
     const admin = clientsFor(plane.kubeconfig);
@@ -186,6 +190,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
         // startServe passes --port 0 first; a later --port wins (flags are last-wins, as pflag's).
         ...(port === 0 ? [] : ['--port', String(port)]),
       ]);
+      plane.adopt(process.child);
       return process;
     };
 
@@ -227,9 +232,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
       async stopTolerator() {
         const current = served;
         served = undefined;
-        if (current === undefined || current.child.exitCode !== null) return;
-        current.child.kill('SIGTERM');
-        await new Promise((done) => current.child.once('exit', done));
+        if (current !== undefined) await stopChild(current.child, 'SIGTERM');
       },
       async startTolerator() {
         if (served !== undefined) return;
@@ -238,18 +241,27 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
       async stop() {
         const current = served;
         served = undefined;
-        if (current !== undefined && current.child.exitCode === null) {
-          current.child.kill('SIGKILL');
-          await new Promise((done) => current.child.once('exit', done));
-        }
+        if (current !== undefined) await stopChild(current.child, 'SIGKILL');
         await plane.stop();
       },
     };
   } catch (error) {
-    served?.child.kill('SIGKILL');
+    if (served !== undefined) await stopChild(served.child, 'SIGKILL');
     await plane.stop();
     throw error;
   }
+}
+
+/**
+ * Sends `signal` to `child` and resolves once it has exited, at once if it already has. A child
+ * that died of a signal has `exitCode` null (its `signalCode` says which), and its 'exit' event
+ * is past: waiting for another would never end, and the test file with it.
+ */
+export async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = once(child, 'exit');
+  child.kill(signal);
+  await exited;
 }
 
 /** The webhooks (`mutate`, `validate`) tolerator's /metrics counts reviews of, at any log level. */

@@ -442,14 +442,19 @@ describe('helm template with an opt-out label YAML would read as another value',
   });
 });
 
-describe('helm template with an inline policy key YAML would read as another value', { skip: skipHelm }, () => {
-  it('writes the ConfigMap key as a string: `yes` stays the key yes, not YAML 1.1’s boolean true', () => {
-    const configMap = templateAsYaml11(['--set-string', 'policies.inline.yes=kind: TenancyPolicy']).find(
-      (object) => object.kind === 'ConfigMap' && object.metadata.name.endsWith('-policies'),
-    );
-    assert.ok(configMap !== undefined);
-    assert.deepEqual(Object.keys(at(configMap, 'data') as Record<string, unknown>), ['yes']);
-  });
+describe('helm template with an inline policy key that is no policy file name', { skip: skipHelm }, () => {
+  // The key is the file name in the mounted directory, and --policies reads only *.yaml, *.yml and
+  // *.json (src/tenancy/policy-directory.ts): under any other key the policy was rendered, mounted,
+  // ignored, and tenancy ran without it while serve logged `policies: []`.
+  for (const key of ['dedicated', 'yes', 'dedicated.yaml.bak', 'dedicated.YAML']) {
+    it(`refuses the key ${key} in helm template and helm lint, which tolerator would never read`, () => {
+      const set = `policies.inline.${key.replaceAll('.', '\\.')}=kind: TenancyPolicy`;
+      const message = new RegExp(`policies\\.inline: Property name of "${key.replaceAll('.', '\\.')}" does not match`);
+      assert.match(templateError(['--set-string', set]), message);
+      const lint = runHelm(['lint', '--strict', CHART_DIR, '--set-string', set]);
+      assert.notEqual(lint.status, 0);
+    });
+  }
 });
 
 describe('values.schema.json', { skip: skipHelm }, () => {

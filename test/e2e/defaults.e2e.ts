@@ -5,11 +5,14 @@
  * a user of such a cluster gets.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { pollUntil } from '../cluster/poll.js';
 import {
   asKubernetesObject,
   createObject,
@@ -107,5 +110,25 @@ describe('toleration defaults through kube-apiserver', { skip }, () => {
     // Both webhooks saw the UPDATE (their log lines reach this process a moment after the answers).
     const sides = await cluster.reviewedSides('updated', 'UPDATE');
     assert.deepEqual(sides, ['mutate', 'validate']);
+  });
+
+  it('a tolerator that died of a signal is stopped at once, started again on its port, and reviews again', async () => {
+    const dead = cluster.tolerator();
+    assert.ok(dead !== undefined);
+    dead.child.kill('SIGKILL');
+    await once(dead.child, 'exit');
+    // Its exitCode is null (signalCode says SIGKILL) and its 'exit' is past: stopping it must not
+    // wait for another. 30 s is the hang detector; it returns at once.
+    const stopped = await Promise.race([cluster.stopTolerator().then(() => 'stopped'), sleep(30_000).then(() => 'hung')]);
+    assert.equal(stopped, 'stopped');
+    await cluster.startTolerator();
+    assert.equal(cluster.tolerator()?.port, dead.port);
+    // The API server may still hold a connection to the dead process: the first call can fail
+    // (the validating webhook fails closed), so the create is retried until the new one answers.
+    const tolerations = await pollUntil('a pod create reviewed by the restarted tolerator', () =>
+      stored(pod('after-restart')).catch(() => undefined),
+    );
+    assert.deepEqual(tolerations, [notReady, unreachable]);
+    assert.deepEqual(await cluster.reviewedSides('after-restart', 'CREATE'), ['mutate', 'validate']);
   });
 });

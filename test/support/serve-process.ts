@@ -76,6 +76,8 @@ export function startServe(args: readonly string[]): Promise<ServedProcess> {
   child.stderr.resume();
   return new Promise<ServedProcess>((resolve, reject) => {
     const timer = setTimeout(() => {
+      // Not left running: its pipes would keep the test file's process alive for ever.
+      child.kill('SIGKILL');
       reject(new Error(`serve did not start within 30 s: ${JSON.stringify(logs)}`));
     }, 30_000);
     child.stdout.on('data', (chunk: Buffer) => {

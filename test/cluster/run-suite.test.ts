@@ -1,0 +1,96 @@
+/**
+ * `npm run test:e2e` (test/cluster/run-suite.ts) as CI and people run it: with a build named by
+ * TOLERATOR_CONTROL_PLANE_BIN nothing is built, and every test and hook is bounded, so a test that
+ * never finishes fails the run instead of hanging it. Go is a stand-in (test/support/fake-go.ts)
+ * and the suites are fixtures (test/fixtures/e2e/) that need no control plane.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, it } from 'node:test';
+import { fakeGo } from '../support/fake-go.js';
+
+const root = join(import.meta.dirname, '..', '..');
+
+function runSuite(files: readonly string[], env: NodeJS.ProcessEnv): { status: number | null; output: string } {
+  // Without this file's NODE_TEST_CONTEXT: node's test runner would take the nested run for one
+  // of its own files and report to it instead of exiting with the run's status.
+  const { NODE_TEST_CONTEXT: _context, ...own } = env;
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'test/cluster/run-suite.ts', 'e2e', ...files], {
+    cwd: root,
+    env: own,
+    encoding: 'utf8',
+    // The hang detector, not a speed bound: the runs below take seconds.
+    timeout: 120_000,
+  });
+  return { status: result.status, output: `${result.stdout}${result.stderr}` };
+}
+
+describe('npm run test:e2e', () => {
+  it('with TOLERATOR_CONTROL_PLANE_BIN set, runs the suites on that build and asks Go to build nothing', () => {
+    // A Go whose version matches no build here: a run that built would call `go build`, which fails.
+    const go = fakeGo('go1.99.0');
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const run = runSuite(['test/fixtures/e2e/passes.e2e.ts'], { ...go.env, TOLERATOR_CONTROL_PLANE_BIN: bin });
+      assert.equal(run.status, 0, run.output);
+      assert.match(run.output, /^ℹ pass 1$/m);
+      assert.deepEqual(
+        go.calls().filter((call) => call.includes(' build ')),
+        [],
+      );
+    } finally {
+      go.remove();
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('a suite whose setup never ends fails at the bound (--test-timeout) instead of hanging the run', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const run = runSuite(['test/fixtures/e2e/never-ends.e2e.ts'], {
+        ...process.env,
+        TOLERATOR_CONTROL_PLANE_BIN: bin,
+        TOLERATOR_E2E_TIMEOUT_MS: '2000',
+      });
+      assert.equal(run.status, 1, run.output);
+      assert.match(run.output, /timed out after 2000ms/);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('runs the suites one at a time, whatever the number of cores (node would run cores - 1 files at once)', () => {
+    // On this project's 2-core machines node's default is one file at a time already; on a CI
+    // runner with 4 cores it was 3 control planes at once, which docs/testing.md says never happens.
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const run = runSuite(['test/fixtures/e2e/one-at-a-time-first.e2e.ts', 'test/fixtures/e2e/one-at-a-time-second.e2e.ts'], {
+        ...process.env,
+        TOLERATOR_CONTROL_PLANE_BIN: bin,
+        TOLERATOR_FIXTURE_LOCK: join(bin, 'lock'),
+      });
+      assert.equal(run.status, 0, run.output);
+      assert.match(run.output, /^ℹ pass 2$/m);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('refuses a TOLERATOR_E2E_TIMEOUT_MS that is not a number of milliseconds', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const run = runSuite(['test/fixtures/e2e/passes.e2e.ts'], {
+        ...process.env,
+        TOLERATOR_CONTROL_PLANE_BIN: bin,
+        TOLERATOR_E2E_TIMEOUT_MS: '10m',
+      });
+      assert.notEqual(run.status, 0);
+      assert.match(run.output, /TOLERATOR_E2E_TIMEOUT_MS must be a positive number of milliseconds, not "10m"/);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+});
