@@ -14,6 +14,9 @@
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
+ *   npm run bench -- --only scale only the scale section (bench/scale.ts: serve's RSS with up to
+ *                                 5,000 realistic Nodes and 10,000 Namespaces behind a fake API
+ *                                 server, about a minute): replaces that section
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -32,6 +35,7 @@ import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload }
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
+import { measureScale, scaleSection, scaleTargetMib, spliceScaleSection } from './scale.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -44,8 +48,8 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit') {
-  throw new Error(`--only ${flags.only}: the sections that run alone are "worst" and "audit"`);
+if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit' && flags.only !== 'scale') {
+  throw new Error(`--only ${flags.only}: the sections that run alone are "worst", "audit" and "scale"`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -236,6 +240,43 @@ async function main(): Promise<void> {
     // The date and machine go after the title (the first three lines: marker, title, blank).
     return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
   };
+  /** The scale section: its lines, and its target pushed. */
+  const scale = async (load: LoadGenerator): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const loadAtStart = loadavg();
+    const rows = await measureScale({ root, dir, certificate, load, mix: mixPayloads(), seconds: plan.seconds * 2, note });
+    const largest = rows.at(-1);
+    const floor = rows[0];
+    if (largest !== undefined && floor !== undefined) {
+      targets.push({
+        name: `${largest.nodes.toLocaleString('en-US')} realistic nodes and ${largest.namespaces.toLocaleString('en-US')} namespaces watched`,
+        goal: `peak RSS < ${scaleTargetMib} MiB`,
+        measured: `peak ${largest.peakMib.toFixed(1)} MiB (at start ${largest.rssAtStartMib.toFixed(1)}, after load ${largest.rssAfterLoadMib.toFixed(1)}; floor of ${floor.nodes} nodes: peak ${floor.peakMib.toFixed(1)} MiB)`,
+        met: largest.peakMib < scaleTargetMib,
+      });
+    }
+    const host = machine();
+    return scaleSection(rows, [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${loadAtStart.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
+    ]);
+  };
+  if (flags.only === 'scale') {
+    const load = new LoadGenerator(root);
+    try {
+      const section = await scale(load);
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceScaleSection(readFileSync(file, 'utf8'), section));
+      note('replaced the scale section of bench/RESULTS.md');
+    } finally {
+      await load.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   if (flags.only === 'audit') {
     try {
       const section = await audit();
@@ -676,6 +717,8 @@ async function main(): Promise<void> {
       for (const line of await worst()) out(line);
       out();
       for (const line of await audit()) out(line);
+      out();
+      for (const line of await scale(load)) out(line);
       out();
     }
 

@@ -26,6 +26,8 @@ export interface ServerSpec {
   readonly logLevel?: 'info' | 'warn';
   readonly policiesDir?: string;
   readonly clusterStateFile?: string;
+  /** A kubeconfig to watch Namespaces and Nodes through (`--kubeconfig`): the informers, not a file. */
+  readonly kubeconfig?: string;
   /** Write a V8 CPU profile into this directory when the server exits. */
   readonly cpuProfileDir?: string;
   /**
@@ -110,6 +112,7 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
     spec.logLevel ?? 'warn',
     ...(spec.policiesDir === undefined ? [] : ['--policies', spec.policiesDir]),
     ...(spec.clusterStateFile === undefined ? [] : ['--cluster-state', spec.clusterStateFile]),
+    ...(spec.kubeconfig === undefined ? [] : ['--kubeconfig', spec.kubeconfig]),
     // Stop at once when the bench is done (the delay exists for endpoint removal in a cluster).
     '--shutdown-delay',
     '0',
