@@ -34,7 +34,7 @@ import { violationCounts, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, maxResultsPerReport } from '../audit/policy-reports.js';
 import type { Metrics } from '../http/metrics.js';
 import type { ApiRequest } from '../kube/api-requests.js';
-import { defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
+import { defaultMaxItemBytes, defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
 import { discoverReportApi, writePolicyReports } from '../kube/policy-report-writer.js';
 import { runAudit } from './audit-run.js';
 
@@ -49,8 +49,14 @@ import { runAudit } from './audit-run.js';
  *   reviews for a second or more. A page over 4 MiB is asked for again with half the limit
  *   (src/kube/paged-list.ts): 4 MiB is above one pod written as JSON within those limits, so a
  *   page of one fits, and above a page of 100 ordinary pods, so a cluster of ordinary pods is never
- *   asked twice; its parse blocks reviews for about 20 ms at most. A pod over it (only a protobuf
- *   write can make one, whose JSON is longer than its bytes in etcd) fails the run, which says so.
+ *   asked twice; its parse blocks reviews for about 20 ms at most. One pod can be over it: the API
+ *   server writes `<`, `>` and `&` as `\u003c` (six bytes for one), so a pod of 0.8 MB full of
+ *   them is 4.8 MB on the wire; it is read alone with maxItemBytes.
+ * - maxItemBytes 18 MiB + 64 KiB (defaultMaxItemBytes, src/kube/paged-list.ts): the largest one
+ *   object can be on the wire (3 MiB as written, six times that escaped). Read once per such pod,
+ *   about three times that held while it is parsed (tens of milliseconds, once a run); a pod over
+ *   even that (an API server whose limits were raised) is counted as undecided, named, and the
+ *   run goes on: one pod never keeps every other one from being reported.
  * - requestsPerSecond 5: client-go's default client rate (rest.Config QPS 5), what every
  *   controller in the cluster is held to: 500 pods a second, 50,000 pods in 100 s.
  * - sliceMs 5: a review costs well under a millisecond (bench/RESULTS.md); 5 ms of audit work
@@ -62,6 +68,7 @@ import { runAudit } from './audit-run.js';
 export interface AuditPace {
   readonly pageSize: number;
   readonly maxPageBytes: number;
+  readonly maxItemBytes: number;
   readonly requestsPerSecond: number;
   readonly sliceMs: number;
   readonly firstRunDelayMs: number;
@@ -70,6 +77,7 @@ export interface AuditPace {
 export const auditPace: AuditPace = {
   pageSize: 100,
   maxPageBytes: 4 * 1024 * 1024,
+  maxItemBytes: defaultMaxItemBytes,
   requestsPerSecond: 5,
   sliceMs: 5,
   firstRunDelayMs: 60_000,
@@ -167,7 +175,13 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
           listInPages(
             request,
             '/api/v1/pods',
-            { pageSize: pace.pageSize, maxPageBytes: pace.maxPageBytes, maxRestarts: defaultMaxRestarts, pause },
+            {
+              pageSize: pace.pageSize,
+              maxPageBytes: pace.maxPageBytes,
+              maxItemBytes: pace.maxItemBytes,
+              maxRestarts: defaultMaxRestarts,
+              pause,
+            },
             handlers,
           ),
         pacedFacts,

@@ -37,15 +37,29 @@ export type ApiRequest = (
   limits?: ApiRequestLimits,
 ) => Promise<ApiResponse>;
 
-/** A response body over the request's maxBodyBytes: the caller may ask for less (a smaller page). */
+/**
+ * A response body over the request's maxBodyBytes: the caller may ask for less (a smaller page).
+ * `head` holds the body's first bytes (up to responseHeadBytes): a list's metadata, its continue
+ * token with it, comes before its items, so a caller can step over an item it cannot hold.
+ */
 export class ResponseTooLarge extends Error {
   constructor(
     what: string,
     readonly maxBytes: number,
+    readonly head: Buffer = Buffer.alloc(0),
   ) {
     super(`${what}: the response is more than ${maxBytes} bytes`);
   }
 }
+
+/**
+ * 64 KiB of a body too large to read: a list's `metadata` (resourceVersion, a continue token of a
+ * few hundred bytes) and its first item's `metadata.name` and `namespace` (ObjectMeta's first and
+ * third fields, after `generateName` of at most 253 bytes) come within its first kilobyte or so,
+ * as kube-apiserver writes them; 64 times that leaves room for any encoder's order of the small
+ * fields, and is nothing to hold.
+ */
+export const responseHeadBytes = 64 * 1024;
 
 /**
  * 60 s: kube-apiserver's own default request timeout (--request-timeout 1m), after which it ends
@@ -99,21 +113,37 @@ export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestO
       const req = send(url, options, (res) => {
         const chunks: Buffer[] = [];
         let ended = false;
+        let failed = false;
         let bytes = 0;
         const tooLarge = (): void => {
-          req.destroy(new ResponseTooLarge(`${method} ${path}`, maxBodyBytes));
+          // Rejected here, not through the destroyed request's 'error': the whole body may already
+          // have arrived in this chunk, and its 'end' must not resolve what is too large.
+          failed = true;
+          // The head from the first chunks only: never a copy of everything read so far.
+          const head: Buffer[] = [];
+          let headLength = 0;
+          for (const chunk of chunks) {
+            if (headLength >= responseHeadBytes) break;
+            head.push(chunk);
+            headLength += chunk.length;
+          }
+          const error = new ResponseTooLarge(`${method} ${path}`, maxBodyBytes, Buffer.concat(head).subarray(0, responseHeadBytes));
+          chunks.length = 0;
+          reject(error);
+          req.destroy(error);
         };
-        if (Number(res.headers['content-length'] ?? 0) > maxBodyBytes) {
-          tooLarge();
-          return;
-        }
+        // Known to be too large from its headers: only its head is read.
+        const readUpTo =
+          Number(res.headers['content-length'] ?? 0) > maxBodyBytes ? Math.min(maxBodyBytes, responseHeadBytes) : maxBodyBytes;
         res.on('data', (chunk: Buffer) => {
+          if (failed) return;
           bytes += chunk.length;
           // Stop reading before the body is held: a page of huge pods must not fill the memory reviews are answered with.
-          if (bytes > maxBodyBytes) tooLarge();
-          else chunks.push(chunk);
+          chunks.push(chunk);
+          if (bytes > readUpTo || (readUpTo < maxBodyBytes && bytes >= readUpTo)) tooLarge();
         });
         res.on('end', () => {
+          if (failed) return;
           ended = true;
           const raw = Buffer.concat(chunks).toString('utf8');
           let parsed: unknown;
