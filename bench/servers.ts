@@ -28,6 +28,8 @@ export interface ServerSpec {
   readonly clusterStateFile?: string;
   /** A kubeconfig to watch Namespaces and Nodes through (`--kubeconfig`): the informers, not a file. */
   readonly kubeconfig?: string;
+  /** More flags for node itself (V8's), before the script. */
+  readonly nodeFlags?: readonly string[];
   /** Write a V8 CPU profile into this directory when the server exits. */
   readonly cpuProfileDir?: string;
   /**
@@ -90,6 +92,7 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
   const node = [process.execPath, '--enable-experimental-regexp-engine-on-excessive-backtracks'];
   if (spec.cpuProfileDir !== undefined) node.push('--cpu-prof', '--cpu-prof-dir', spec.cpuProfileDir);
   if (spec.traceGc === true) node.push('--trace-gc');
+  node.push(...(spec.nodeFlags ?? []));
   const tls = [
     '--port',
     String(port),
