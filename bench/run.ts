@@ -11,12 +11,20 @@
  *                                 while the toleration merge is quadratic): replaces that
  *                                 section of bench/RESULTS.md and leaves the rest as it is;
  *                                 add --worst-filter <text> to run only the shapes naming it
+ *   npm run bench -- --only e2e   only pod creation through a real kube-apiserver with and
+ *                                 without tolerator's webhooks (bench/e2e.ts; needs
+ *                                 `npm run control-plane:build`, about two minutes)
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
  *   npm run bench -- --only scale only the scale section (bench/scale.ts: serve's RSS with up to
  *                                 5,000 realistic Nodes and 10,000 Namespaces behind a fake API
  *                                 server, about a minute): replaces that section
+ *   npm run bench -- --only regex only the CEL regular-expression section (bench/cel-regex.ts:
+ *                                 RE2 against V8 RegExp, seconds): replaces that section
+ *   npm run bench -- --only patch only the patch section (bench/patch.ts: tolerator's patches
+ *                                 applied by kubectl patch --local, about a minute): replaces
+ *                                 that section and leaves the rest as it is
  *
  * Servers run on core 0 (`taskset -c 0`), the load generator (autocannon, bench/load.ts) on
  * core 1. Throughput is requests/second with keep-alive connections answering as fast as the
@@ -36,6 +44,9 @@ import { checkAnswer, residentBytes, startServer, type Certificate, type Running
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
 import { measureScale, scaleSection, scaleTargetMib, spliceScaleSection, targetRow } from './scale.js';
+import { measureE2e, spliceE2eSection } from './e2e.js';
+import { measureCelRegex, spliceRegexSection } from './cel-regex.js';
+import { measurePatchCost, splicePatchSection } from './patch.js';
 
 const { values: flags } = parseArgs({
   options: {
@@ -48,8 +59,9 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-if (flags.only !== undefined && flags.only !== 'worst' && flags.only !== 'audit' && flags.only !== 'scale') {
-  throw new Error(`--only ${flags.only}: the sections that run alone are "worst", "audit" and "scale"`);
+const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch', 'scale'];
+if (flags.only !== undefined && !aloneSections.includes(flags.only)) {
+  throw new Error(`--only ${flags.only}: the sections that run alone are ${aloneSections.map((name) => `"${name}"`).join(', ')}`);
 }
 
 const root = new URL('..', import.meta.url).pathname;
@@ -273,6 +285,73 @@ async function main(): Promise<void> {
       note('replaced the scale section of bench/RESULTS.md');
     } finally {
       await load.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  if (flags.only === 'e2e') {
+    try {
+      const sectionStarted = new Date();
+      const load = loadavg();
+      const section = await measureE2e({ dir, quick, note });
+      const header = [
+        `- date: ${sectionStarted.toISOString()}; command: \`npm run bench -- ${process.argv.slice(2).join(' ')}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+        `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}`,
+      ];
+      const lines = [...section.slice(0, 3), ...header, ...section.slice(3)];
+      for (const line of lines) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceE2eSection(readFileSync(file, 'utf8'), lines));
+      note('replaced the e2e section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  /** The CEL regular-expression section: its lines, with the date and machine after the title. */
+  const regex = (): string[] => {
+    const load = loadavg();
+    const host = machine();
+    const section = measureCelRegex(note);
+    const header = [
+      `- date: ${new Date().toISOString()}; machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average ${load.map((n) => n.toFixed(2)).join(' ')}`,
+    ];
+    return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
+  };
+  if (flags.only === 'regex') {
+    try {
+      const section = regex();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceRegexSection(readFileSync(file, 'utf8'), section));
+      note('replaced the CEL regular-expression section of bench/RESULTS.md');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
+  /** The patch section: its lines. */
+  const patch = async (): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const load = loadavg();
+    const host = machine();
+    const section = await measurePatchCost({ dir, note });
+    const header = [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${load.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
+    ];
+    return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
+  };
+  if (flags.only === 'patch') {
+    try {
+      const section = await patch();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, splicePatchSection(readFileSync(file, 'utf8'), section));
+      note('replaced the patch section of bench/RESULTS.md');
+    } finally {
       rmSync(dir, { recursive: true, force: true });
     }
     return;
@@ -717,6 +796,10 @@ async function main(): Promise<void> {
       for (const line of await worst()) out(line);
       out();
       for (const line of await audit()) out(line);
+      out();
+      for (const line of regex()) out(line);
+      out();
+      for (const line of await patch()) out(line);
       out();
       for (const line of await scale(load)) out(line);
       out();

@@ -238,7 +238,7 @@ const rules = [
       for (const { policy, group } of memberships) {
         const foreign: string[] = [];
         subject.tolerations.forEach((toleration, index) => {
-          const tolerated = foreignGroupsTolerated(toleration, policy, group, subject.settings.gates.TaintTolerationComparisonOperators);
+          const tolerated = foreignGroupsTolerated(toleration, policy, group);
           if (tolerated !== undefined) foreign.push(`spec.tolerations[${index}] tolerates ${tolerated}`);
         });
         if (foreign.length === 0 || evaluator.infrastructure(policy)) continue;

@@ -25,6 +25,18 @@ import type { Metrics } from './metrics.js';
  */
 export const maxBodyBytes = 7 * 1024 * 1024;
 
+/**
+ * The most of a refused body read, and dropped, before its 413 goes out: 64 MiB. kube-apiserver
+ * writes a review whole before it reads the answer, and an answer sent while it is still writing
+ * closes the connection with bytes unread, which resets it: the API server then reports
+ * `write: broken pipe` instead of the 413's message (three calls in six, measured in
+ * test/e2e/apiserver-side.e2e.ts). Read to its end, the body is answered over a clean close. The
+ * API server's JSON escapes `<`, `>` and `&` to six bytes each, so its reviews exceed 7 MiB: an
+ * UPDATE at its limits (an object stored at etcd's 1.5 MiB and a 3 MiB request) measured 26 MiB,
+ * and 64 MiB is above any it can send. A larger body is nobody's review: it is answered at once.
+ */
+export const maxDrainedBytes = 64 * 1024 * 1024;
+
 export interface Readiness {
   /** Whether this replica should receive reviews, and if not, why. */
   check(): { ready: boolean; reasons: readonly string[] };
@@ -191,14 +203,42 @@ function reviewHandler(side: WebhookSide, deps: AppDependencies): RequestListene
   return (req, res) => {
     handle(req, res).catch((error: unknown) => {
       if (error instanceof AdmissionError && error.code === 'BodyTooLarge') {
-        // The rest of the body is not read: close the connection after answering, and let what
-        // is still in flight drain into nothing meanwhile.
+        // The rest of the body is read into nothing (never kept), then answered, and the
+        // connection closed: see maxDrainedBytes.
         res.setHeader('connection', 'close');
-        req.resume();
+        answerOnceRead(req, () => {
+          sendError(error, req.url ?? '', res, deps);
+        });
+        return;
       }
       sendError(error, req.url ?? '', res, deps);
     });
   };
+}
+
+/**
+ * Calls `answer` once the rest of `req`'s body has arrived (and been dropped), or at once when
+ * the body is, or grows, larger than maxDrainedBytes. A client that goes away, or that the
+ * server's request timeout cuts off, gets no answer: there is no one left to read it.
+ */
+function answerOnceRead(req: IncomingMessage, answer: () => void): void {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (req.readableEnded || declared > maxDrainedBytes) {
+    answer();
+    return;
+  }
+  let drained = 0;
+  let answered = false;
+  const once = (): void => {
+    if (answered) return;
+    answered = true;
+    answer();
+  };
+  req.on('data', (chunk: Buffer) => {
+    drained += chunk.length;
+    if (drained > maxDrainedBytes) once();
+  });
+  req.once('end', once);
 }
 
 /** The one place an error becomes an answer: a Status body with the error's HTTP code. */

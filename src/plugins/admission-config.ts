@@ -14,9 +14,13 @@
  * - staging/src/k8s.io/apiserver/pkg/apis/apiserver/{v1,v1alpha1}/register.go: AdmissionConfiguration
  *   is registered as `apiserver.config.k8s.io/v1` and `apiserver.k8s.io/v1alpha1` (there is no
  *   `apiserver.config.k8s.io/v1alpha1` AdmissionConfiguration).
- * - plugin/pkg/admission/podtolerationrestriction/apis/podtolerationrestriction/{v1,v1alpha1}:
- *   `Configuration` in `podtolerationrestriction.admission.k8s.io/v1` and `/v1alpha1`, fields
- *   `default` and `whitelist` (config_test.go parses both versions).
+ * - plugin/pkg/admission/podtolerationrestriction/apis/podtolerationrestriction/v1alpha1 and
+ *   .../install/install.go: `Configuration` in `podtolerationrestriction.admission.k8s.io/v1alpha1`,
+ *   fields `default` and `whitelist`. It is the only version kube-apiserver registers (v1.35.8):
+ *   a `v1` package existed for a while and was removed, and kube-apiserver now refuses to start with
+ *   a `v1` Configuration (`no kind "Configuration" is registered for version
+ *   "podtolerationrestriction.admission.k8s.io/v1"`), so tolerator refuses it too: a file it
+ *   accepts must be one the in-tree plugin accepts.
  * - .../validation/validation.go: both lists go through ValidateTolerations under the path
  *   `podtolerationrestriction.default` / `podtolerationrestriction.whitelist`, and any error fails
  *   the load (`invalid config: …`).
@@ -64,7 +68,7 @@ export interface AdmissionConfigOptions {
 }
 
 const admissionConfigurationVersions = ['apiserver.config.k8s.io/v1', 'apiserver.k8s.io/v1alpha1'];
-const pluginConfigurationVersions = ['podtolerationrestriction.admission.k8s.io/v1', 'podtolerationrestriction.admission.k8s.io/v1alpha1'];
+const pluginConfigurationVersions = ['podtolerationrestriction.admission.k8s.io/v1alpha1'];
 /** The top-level key of PodNodeSelector's configuration, and of its legacy bare file. */
 const podNodeSelectorConfigKey = 'podNodeSelectorPluginConfig';
 

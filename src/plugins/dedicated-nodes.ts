@@ -30,6 +30,7 @@
  * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
 import { isDeepStrictEqual } from 'node:util';
+import { clipText, spellOut } from '../api/text-bounds.js';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
@@ -181,13 +182,24 @@ function metadataOf(value: unknown): ObjectMeta {
   return asObject(value) ?? {};
 }
 
+/** The user a rule sees when no requester is known: no name, no groups, so a rule that trusts a group never matches. */
+const nobody = { username: '', uid: '', groups: [], extra: {} } as const;
+
 /**
  * The `request` variable of Kubernetes admission CEL: the AdmissionRequest without its objects
  * (those are `object` and `oldObject`), userInfo included. Requests made up offline carry an
  * anonymous user with no groups, so a rule that trusts a group never matches them by accident.
+ *
+ * A workload's template is judged as its pods will be, and those are requested by a controller
+ * (the ReplicaSet, DaemonSet, Job … controller's service account, or kube-controller-manager's
+ * own identity), never by whoever wrote the workload. So for a template `request.userInfo` is
+ * nobody's too: an exemption by the writer's groups (the prefix policy exempts platform-admins)
+ * would otherwise let a template through that its controller's objects are then refused for,
+ * and leave a DaemonSet template without the pair, whose pods are stranded on nodes outside the
+ * group (as kube-controller-manager showed).
  */
-function celRequest(attributes: AdmissionAttributes): JsonObject {
-  const userInfo = attributes.userInfo ?? { username: '', uid: '', groups: [], extra: {} };
+function celRequest(attributes: AdmissionAttributes, kind: string): JsonObject {
+  const userInfo = kind === 'Pod' ? (attributes.userInfo ?? nobody) : nobody;
   return {
     ...attributes.envelope,
     kind: { ...attributes.kind },
@@ -237,7 +249,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
       object: workload.podView,
       oldObject: workload.oldPodView,
       namespace: context.namespace,
-      request: celRequest(attributes),
+      request: celRequest(attributes, workload.kind),
     },
     set.groupsByNamespace,
   );
@@ -392,7 +404,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
   const unjudgeableNode = judgeNodeName && node === undefined && !context.nodesKnown;
   if (unjudgeableNode) {
     warnings.push(
-      `DedicatedNodes: node "${nodeName}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
+      `DedicatedNodes: node "${clipText(nodeName)}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
     );
   }
 
@@ -410,7 +422,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
 
     const foreign: string[] = [];
     for (const { toleration, index } of judgedTolerations) {
-      const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup, context.gates.TaintTolerationComparisonOperators);
+      const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
       if (tolerated !== undefined) {
         foreign.push(
           `${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`,
@@ -427,7 +439,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     if (foreignReach.length > 0) {
       involved.add(policy);
       if (evaluator.infrastructure(policy)) {
-        infrastructureUses.push(`${policy.name}: ${foreignReach.join('; ')}`);
+        infrastructureUses.push(`${policy.name}: ${spellOut(foreignReach, (use) => use, '; ')}`);
       } else {
         for (const message of foreignReach) {
           violations.push({ policy, message: `${message}; ${whoMay(prepared, ownGroup, conflict !== undefined)}` });
@@ -490,7 +502,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
   if (missing.length > 0) {
     messages.push(
-      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${missing.join(', ')}`,
+      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
     );
   }
   return messages;
@@ -507,7 +519,7 @@ function contradictionMessage(
   group: string,
   contradictions: readonly { field: string; detail: string }[],
 ): string {
-  const each = contradictions.map(({ field, detail }) => `${field} ${detail}`).join('; ');
+  const each = spellOut(contradictions, ({ field, detail }) => `${field} ${detail}`, '; ');
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
 }
 

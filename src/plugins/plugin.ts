@@ -148,16 +148,33 @@ export function isPodRequest(attributes: AdmissionAttributes): boolean {
 
 /** The username prefix of a kubelet's credentials (the Node authorizer's `system:node:<name>`). */
 const nodeUserPrefix = 'system:node:';
+/** The group every kubelet's credentials carry (user.NodesGroup). */
+const nodesGroup = 'system:nodes';
+
+/**
+ * A request from a node, as kube-apiserver decides it (NodeRestriction's and the Node
+ * authorizer's NodeIdentity, pkg/auth/nodeidentifier): the username `system:node:<name>` *and* the
+ * group `system:nodes`. The name alone is not enough: an identity named like a kubelet but outside
+ * that group (a client certificate with no organisation, an impersonated or webhook-authenticated
+ * user) is an ordinary user to the API server — NodeRestriction does not bind its pods to one
+ * node, and RBAC, not the Node authorizer, decides what it may do.
+ */
+export function isNodeRequest(attributes: AdmissionAttributes): boolean {
+  const userInfo = attributes.userInfo;
+  return userInfo !== undefined && userInfo.username.startsWith(nodeUserPrefix) && userInfo.groups.includes(nodesGroup);
+}
 
 /**
  * A mirror pod: the API server's copy of a static pod, which a kubelet creates with the
- * `kubernetes.io/config.mirror` annotation. Only a request from a node counts: the API server lets
- * any user set that annotation (NodeRestriction checks it only for node users), so a tenant's pod
- * carrying it is judged like any other pod. (The kubelet never runs such a pod, since it has no
- * static pod behind it, but the pod would still occupy its node in the API and the scheduler.)
+ * `kubernetes.io/config.mirror` annotation. Only a request from a node counts (isNodeRequest): the
+ * API server lets any user set that annotation (NodeRestriction checks it only for node users), so
+ * a tenant's pod carrying it is judged like any other pod. (The kubelet never runs such a pod,
+ * since it has no static pod behind it, but the pod would still occupy its node in the API and the
+ * scheduler.) A node's own request is safe to leave alone because NodeRestriction allows a node
+ * only mirror pods bound to itself.
  */
 export function isMirrorPodRequest(attributes: AdmissionAttributes): boolean {
-  if (!isPodRequest(attributes) || attributes.userInfo?.username.startsWith(nodeUserPrefix) !== true) {
+  if (!isPodRequest(attributes) || !isNodeRequest(attributes)) {
     return false;
   }
   const metadata = attributes.object?.metadata;

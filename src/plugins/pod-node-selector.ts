@@ -15,7 +15,7 @@
  *   selector` (`pods is forbidden: …` while a generated name is still empty, as at mutating
  *   admission), with `details` {kind: pods, name};
  * - an annotation that does not parse is a plain Go error upstream, which kube-apiserver answers
- *   500 with reason Unknown. A webhook answering 500 would trip its failurePolicy (Ignore on the
+ *   500 with reason Unknown (the empty string: no reason in the Status). A webhook answering 500 would trip its failurePolicy (Ignore on the
  *   mutating webhook: the pod would go through unconfined) instead of refusing, so it is a 403
  *   with upstream's text, prefixed with the namespace and annotation, as PodTolerationRestriction does;
  * - a namespace that does not exist is an internal error upstream; the pipeline has read it

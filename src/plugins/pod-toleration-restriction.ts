@@ -94,8 +94,9 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
   /**
    * Validate: the pod's tolerations must each be covered by a whitelist entry. Upstream returns
    * this as a plain `fmt.Errorf`, not admission.NewForbidden (so are the annotation errors), and
-   * kube-apiserver turns an error that is not an APIStatus into a 500 with reason Unknown
-   * (responsewriters.ErrorToAPIStatus, default case). A webhook answering 500 would trip its
+   * kube-apiserver turns an error that is not an APIStatus into a 500 with reason Unknown, which
+   * is the empty string, so the Status has no reason (responsewriters.ErrorToAPIStatus, default
+   * case; test/e2e/admission-plugins.e2e.ts sees it so from the in-tree plugin). A webhook answering 500 would trip its
    * failurePolicy instead of refusing, so the refusal is sent as what it means, 403 Forbidden,
    * with upstream's text.
    */

@@ -6,6 +6,7 @@
  * warning.go) and, past that, cuts every warning to its first 256. So long strings are clipped
  * here, with a marker that says how much was left out.
  */
+import { clipText } from '../api/text-bounds.js';
 
 /**
  * The longest string copied whole. Label values and taint values are at most 63 characters
@@ -29,16 +30,7 @@ export const maxReasonChars = 700;
 
 /** `text`, or its first `max` characters followed by a marker of how many were left out. */
 export function clip(text: string, max: number = maxQuotedChars): string {
-  if (text.length <= max) {
-    return text;
-  }
-  let end = max;
-  // Never cut a surrogate pair in two: half a character is not valid UTF-8 on the wire.
-  const last = text.charCodeAt(end - 1);
-  if (last >= 0xd800 && last <= 0xdbff) {
-    end -= 1;
-  }
-  return `${text.slice(0, end)}…(${text.length - end} more characters)`;
+  return clipText(text, max);
 }
 
 /**

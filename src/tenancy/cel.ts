@@ -17,12 +17,21 @@
  * the bound is static: a small AST, and comprehensions (all/exists/exists_one/map/filter) never
  * nested, so one evaluation visits each element of a list in the request a bounded number of times:
  * linear in the request's size. (Two nested comprehensions over a list the request controls are
- * quadratic: 20,000 tolerations, 240 KB of JSON, took over 5 s in a test.) `matches()` uses the JavaScript regexp engine; the process runs with
- * `--enable-experimental-regexp-engine-on-excessive-backtracks` so a catastrophic pattern falls
- * back to the linear engine instead of hanging the event loop.
+ * quadratic: 20,000 tolerations, 240 KB of JSON, took over 5 s in a test.)
+ *
+ * Regular expressions. Kubernetes CEL's `matches()` (cel-go) and the Kubernetes library's
+ * `find()`/`findAll()` (k8s.io/apiserver/pkg/cel/library/regex.go) use Go's `regexp`: RE2 syntax,
+ * linear time, no backreferences, no lookaround. The library's own `matches()` builds a JavaScript
+ * RegExp, which backtracks: `'^(a+)+$'` against a tenant's 40-character annotation never returns
+ * unless V8's `--enable-experimental-regexp-engine-on-excessive-backtracks` is set, which only
+ * `npm start` and the image set (the installed `bin` does not), and it accepts patterns Kubernetes
+ * refuses and reads others differently (`\z`, `(?i)`). So every regex function here runs on re2js,
+ * a port of RE2/J, itself a port of Go's regexp: the same syntax, limits and messages
+ * (`error parsing regexp: …`), linear time whatever the process flags. See rewriteRegexCalls.
  */
 import { Environment, EvaluationError, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
 import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
+import { RE2JS, RE2JSException } from 're2js';
 
 /** What a policy expression must produce. */
 export type ExpressionResultType = 'string' | 'bool';
@@ -54,13 +63,40 @@ const admissionVariableNames = ['object', 'oldObject', 'namespaceObject', 'reque
 export type AdmissionVariableName = (typeof admissionVariableNames)[number];
 
 /**
- * The environment is configuration, not state: it is built once, never registered into again, and
- * shared by every compilation (building one is the expensive part of the library).
+ * A regular expression of a policy, compiled once at load: what a literal pattern of `matches()`,
+ * `find()` or `findAll()` becomes in the compiled expression (rewriteRegexCalls), so that no
+ * evaluation compiles one and none ever reaches a JavaScript RegExp.
  */
-const environment = admissionVariableNames.reduce(
-  (env, name) => env.registerVariable(name, 'dyn'),
-  new Environment({ enableOptionalTypes: true, limits }),
-);
+class CompiledRegex {
+  constructor(readonly regex: RE2JS) {}
+}
+
+/** CEL names for the type and for `matches()` on RE2; messages spell them as the policy author wrote them (celSpelling). */
+const regexType = 'tolerator.RegexPattern';
+const re2Matches = 'toleratorRe2Matches';
+
+/** Go's `FindAllString(s, n)`: n < 0 finds all; re2js answers null where Go answers nil, which CEL shows as []. */
+function findAll(text: string, pattern: CompiledRegex, limit: bigint): string[] {
+  // A limit beyond 2^53 still means "more matches than the string can hold".
+  const found = pattern.regex.re2().findAll(text, Number(limit)) as string[] | null;
+  return found ?? [];
+}
+
+/**
+ * The environment is configuration, not state: it is built once, never registered into again, and
+ * shared by every compilation (building one is the expensive part of the library). The regex
+ * functions take a CompiledRegex: `string.matches(string)` stays the library's, but no compiled
+ * expression calls it (rewriteRegexCalls renames every call).
+ */
+const environment = admissionVariableNames
+  .reduce((env, name) => env.registerVariable(name, 'dyn'), new Environment({ enableOptionalTypes: true, limits }))
+  .registerType(regexType, CompiledRegex)
+  .registerFunction(`string.${re2Matches}(${regexType}): bool`, (text: string, pattern: CompiledRegex) => pattern.regex.test(text))
+  .registerFunction(`matches(string, ${regexType}): bool`, (text: string, pattern: CompiledRegex) => pattern.regex.test(text))
+  // Go's FindString: the leftmost match, '' when there is none.
+  .registerFunction(`string.find(${regexType}): string`, (text: string, pattern: CompiledRegex) => pattern.regex.re2().find(text) as string)
+  .registerFunction(`string.findAll(${regexType}): list<string>`, (text: string, pattern: CompiledRegex) => findAll(text, pattern, -1n))
+  .registerFunction(`string.findAll(${regexType}, int): list<string>`, findAll);
 
 /** Where in the expression text a problem is: 0-based offset, 1-based line and column. */
 export interface ExpressionPosition {
@@ -95,6 +131,8 @@ export interface CompiledExpression<T extends ExpressionResultType> {
    * in the order they appear: see tenantWrittenReads.
    */
   readonly tenantWrittenReads: readonly string[];
+  /** The reads of the namespace's name (`namespaceObject.metadata.name`, …), each once: see namespaceNameReads. */
+  readonly namespaceNameReads: readonly string[];
   /** Throws ExpressionEvaluationError when the expression fails or yields another type. */
   evaluate(variables: CelVariables): ResultValue<T>;
 }
@@ -118,12 +156,16 @@ export function compileExpression<T extends ExpressionResultType>(source: string
     }
     throw error;
   }
+  const regexProblem = rewriteRegexCalls(parsed.ast);
+  if (regexProblem !== undefined) {
+    return { error: { message: regexProblem.message, position: positionOf(source, regexProblem.at) } };
+  }
   const checked = parsed.check();
   if (!checked.valid) {
     const error = checked.error;
     return {
       error: {
-        message: error?.summary ?? 'type check failed',
+        message: celSpelling(error?.summary ?? 'type check failed'),
         position: positionOf(source, error?.range?.start),
       },
     };
@@ -151,6 +193,7 @@ export function compileExpression<T extends ExpressionResultType>(source: string
       resultType,
       variables: referencedVariables(parsed.ast),
       tenantWrittenReads: tenantWrittenReads(parsed.ast),
+      namespaceNameReads: namespaceNameReads(parsed.ast),
       evaluate: (variables) => evaluateChecked(parsed, source, resultType, variables),
     },
   };
@@ -169,7 +212,7 @@ function evaluateChecked<T extends ExpressionResultType>(
     if (error instanceof EvaluationError || error instanceof CelTypeError) {
       const position = positionOf(source, error.range?.start);
       throw new ExpressionEvaluationError(
-        `${error.summary}${position === undefined ? '' : ` (line ${position.line}, column ${position.column})`}`,
+        `${celSpelling(error.summary)}${position === undefined ? '' : ` (line ${position.line}, column ${position.column})`}`,
         { cause: error },
       );
     }
@@ -263,6 +306,99 @@ export function toCelValue(value: unknown): unknown {
   return value;
 }
 
+/** The regex functions of Kubernetes CEL, by receiver and arity, and the index of the pattern among the arguments. */
+const regexFunctions: readonly {
+  readonly op: 'rcall' | 'call';
+  readonly name: string;
+  readonly arities: readonly number[];
+  readonly pattern: number;
+}[] = [
+  { op: 'rcall', name: 'matches', arities: [1], pattern: 0 },
+  { op: 'call', name: 'matches', arities: [2], pattern: 1 },
+  { op: 'rcall', name: 'find', arities: [1], pattern: 0 },
+  { op: 'rcall', name: 'findAll', arities: [1, 2], pattern: 0 },
+];
+
+/**
+ * Compiles the pattern of every regex call with RE2 and puts the compiled pattern in its place,
+ * renaming `x.matches(…)` to the RE2 function. Before type checking, so the checker picks the RE2
+ * overloads. Returns the first problem and where it is:
+ *
+ * - a pattern RE2 refuses (`(?=x)`, `\1`, `(a`, `a{1001}`): Kubernetes CEL compiles literal
+ *   patterns when it builds the program (cel-go's regex optimizations, which the API server turns
+ *   on) and refuses the expression with Go's own message, which re2js reproduces;
+ * - a pattern that is not a string literal (`x.matches(object.metadata.annotations['re'])`).
+ *   Kubernetes CEL compiles such a pattern on every evaluation; tolerator refuses it, as it refuses
+ *   nested comprehensions: an evaluation cannot be interrupted, a pattern computed per request
+ *   costs a compilation each time and matching costs the pattern's size times the text's, and the
+ *   pattern may be a tenant's. A policy reads labels and names against fixed patterns.
+ */
+function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | undefined {
+  let problem: { message: string; at: number } | undefined;
+  const visit = (node: unknown): void => {
+    if (problem !== undefined) {
+      return;
+    }
+    if (Array.isArray(node)) {
+      node.forEach(visit);
+      return;
+    }
+    if (!isAstNode(node)) {
+      return;
+    }
+    const call = regexCallOf(node);
+    if (call !== undefined) {
+      const { name, patternNode } = call;
+      if (patternNode.op !== 'value' || typeof patternNode.args !== 'string') {
+        problem = {
+          message: `the pattern of ${name}() must be a string literal: tolerator compiles every regular expression once, at load (with RE2, as Kubernetes CEL does); a pattern computed per request would cost a compilation on every evaluation, which cannot be interrupted`,
+          at: patternNode.start,
+        };
+        return;
+      }
+      try {
+        (patternNode as { args: unknown }).args = new CompiledRegex(RE2JS.compile(patternNode.args));
+      } catch (error) {
+        if (error instanceof RE2JSException) {
+          problem = {
+            message: `${name}(): ${error.message} (Kubernetes CEL refuses it too: its regular expressions are RE2's)`,
+            at: patternNode.start,
+          };
+          return;
+        }
+        throw error;
+      }
+      if (node.op === 'rcall' && name === 'matches') {
+        (node.args as unknown[])[0] = re2Matches;
+      }
+    }
+    visit(node.args);
+  };
+  visit(root);
+  return problem;
+}
+
+function regexCallOf(node: ASTNode): { name: string; patternNode: ASTNode } | undefined {
+  if (node.op !== 'rcall' && node.op !== 'call') {
+    return undefined;
+  }
+  const args = node.args as unknown[];
+  const name = args[0];
+  // rcall: [name, receiver, arguments]; call: [name, arguments].
+  const callArguments = node.op === 'rcall' ? args[2] : args[1];
+  if (typeof name !== 'string' || !Array.isArray(callArguments)) {
+    return undefined;
+  }
+  const known = regexFunctions.find((fn) => fn.op === node.op && fn.name === name && fn.arities.includes(callArguments.length));
+  const patternNode: unknown = known === undefined ? undefined : callArguments[known.pattern];
+  return isAstNode(patternNode) ? { name, patternNode } : undefined;
+}
+
+/** A message of the library, with the names rewriteRegexCalls gave spelt as the policy author wrote them. */
+function celSpelling(message: string): string {
+  return message.replaceAll(re2Matches, 'matches').replaceAll(regexType, 'string');
+}
+
 /** The admission variables an expression names (a comprehension variable of the same name counts too). */
 function referencedVariables(root: ASTNode): ReadonlySet<AdmissionVariableName> {
   const names = new Set<AdmissionVariableName>();
@@ -319,6 +455,55 @@ export function tenantWrittenReads(root: ASTNode): string[] {
   };
   visit(root);
   return [...reads];
+}
+
+/**
+ * The reads of the namespace's name an expression makes: `namespaceObject.metadata.name`, its
+ * label `kubernetes.io/metadata.name` (which the API server sets to the name), `request.namespace`
+ * and `object.metadata.namespace` (the API server sets both from the request path, so a pod's
+ * author cannot choose them, but whoever creates the namespace chose them). Where users may
+ * create namespaces (a self-provisioner role, hierarchical namespaces, Capsule), a rule deciding
+ * from the name lets any of them pick the answer: `team-a-x` joins group team-a, `logging` reaches
+ * every group. A label can be guarded by a policy engine on create and update; a name only by
+ * restricting who may create which names.
+ */
+export function namespaceNameReads(root: ASTNode): string[] {
+  const reads = new Set<string>();
+  const visit = (node: unknown): void => {
+    if (Array.isArray(node)) {
+      node.forEach(visit);
+      return;
+    }
+    if (!isAstNode(node)) {
+      return;
+    }
+    const chain = selectionChain(node);
+    if (chain !== undefined) {
+      const name = namespaceNameRead(chain.path);
+      if (name !== undefined) {
+        reads.add(name);
+      }
+      chain.computedIndexes.forEach(visit);
+      return;
+    }
+    visit(node.args);
+  };
+  visit(root);
+  return [...reads];
+}
+
+function namespaceNameRead(path: readonly string[]): string | undefined {
+  const [variable, first, second, third] = path;
+  if (variable === 'namespaceObject' && first === 'metadata') {
+    if (second === 'name') return 'namespaceObject.metadata.name';
+    if (second === 'labels' && third === 'kubernetes.io/metadata.name')
+      return "namespaceObject.metadata.labels['kubernetes.io/metadata.name']";
+    return undefined;
+  }
+  if (variable === 'request' && first === 'namespace') return 'request.namespace';
+  if ((variable === 'object' || variable === 'oldObject') && first === 'metadata' && second === 'namespace')
+    return `${variable}.metadata.namespace`;
+  return undefined;
 }
 
 const selections = new Set(['.', '.?']);

@@ -10,6 +10,7 @@
  * only the label counts, because that is what the tenant's required affinity (which the kubelet
  * re-checks at admission) demands.
  */
+import { clipText, spellOut } from '../api/text-bounds.js';
 import type { Node, Taint, Toleration } from '../api/types.js';
 import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
 import type { TenancyPolicy } from './policy.js';
@@ -22,10 +23,10 @@ const comparisonOperatorsNotHonoured: ComparisonOperatorGate = { TaintToleration
  * the tenant carry a toleration that lets it onto its group's nodes?
  *
  * The comparison-operator gate is held off here whatever the cluster's gate says, so a `Gt`/`Lt`
- * toleration never counts as the group's toleration, as it never has. With the gate on, such a
- * toleration reaches a numeric range of groups, which foreignGroupsTolerated reports (refused
- * outside an infrastructure namespace); with it off it tolerates nothing. Either way it is not the
- * `Equal` toleration the mutating side adds.
+ * toleration never counts as the group's toleration, as it never has: it is not the `Equal`
+ * toleration the mutating side adds, and a scheduler with the gate off would not honour it. Under
+ * any gate such a toleration reaches a numeric range of groups, which foreignGroupsTolerated
+ * reports (refused outside an infrastructure namespace).
  */
 export function toleratesOwnGroup(toleration: Toleration, taint: Taint): boolean {
   return toleratesTaint(toleration, taint, comparisonOperatorsNotHonoured);
@@ -36,13 +37,19 @@ export function toleratesOwnGroup(toleration: Toleration, taint: Taint): boolean
  * `ownGroup` ('' for a namespace of no group), following ToleratesTaint: an empty effect covers
  * every effect, an empty key every key (whatever the operator), `Exists` every value, `Equal` (or
  * no operator) its value. Returns what it tolerates, for the message, or undefined.
+ *
+ * `Gt`/`Lt` are judged as kube-scheduler judges them with TaintTolerationComparisonOperators on,
+ * whatever the gate of the API server (and of this webhook) says. The gate is read by each
+ * component from its own flags: during an upgrade, a rollback or a mere difference in flags the
+ * API server may have it off while kube-scheduler has it on. With the API server's gate off, an
+ * UPDATE of a pod that already uses `Gt`/`Lt` may still add one (the ratchet of
+ * validate-tolerations.ts), and a scheduler with the gate on then matches it against every group
+ * whose name is an integer in range: with groups named `2024`, `{key: dedicated, operator: Gt,
+ * value: "0"}` lands on group 2024's nodes. Such a toleration is never needed for the own group
+ * (the mutating side adds the `Equal` one, and toleratesOwnGroup never counts a comparison), so
+ * refusing it costs a tenant nothing and closes the skew.
  */
-export function foreignGroupsTolerated(
-  toleration: Toleration,
-  policy: TenancyPolicy,
-  ownGroup: string,
-  comparisonOperators: boolean,
-): string | undefined {
+export function foreignGroupsTolerated(toleration: Toleration, policy: TenancyPolicy, ownGroup: string): string | undefined {
   const { key, effect } = policy.taint;
   if (toleration.effect !== undefined && toleration.effect !== '' && toleration.effect !== effect) {
     return undefined;
@@ -58,13 +65,14 @@ export function foreignGroupsTolerated(
     case 'Equal': {
       const value = toleration.value ?? '';
       // No group is named '' (it means "no group"), and the own group's taint is the point.
-      return value === '' || value === ownGroup ? undefined : `the dedicated taint of group "${value}"`;
+      return value === '' || value === ownGroup ? undefined : `the dedicated taint of group "${clipText(value)}"`;
     }
     case 'Gt':
     case 'Lt':
-      // With the gate on, a comparison tolerates every group whose name is an integer in its range:
-      // groups not yet created included, so it cannot be shown harmless. Gate off: it tolerates nothing.
-      return comparisonOperators ? 'the dedicated taints of a numeric range of groups' : undefined;
+      // Every group whose name is an integer in its range, groups not yet created included, so it
+      // cannot be shown harmless; and under any gate (see above).
+      // The value is not echoed: it is the tenant's, of any length.
+      return `the dedicated taints of a numeric range of groups (${operator}: every group named by an integer ${operator === 'Gt' ? 'greater' : 'less'} than its value, wherever kube-scheduler runs with TaintTolerationComparisonOperators on, whatever the API server's gate)`;
     default:
       // An unknown operator tolerates nothing (ToleratesTaint's default case).
       return undefined;
@@ -99,7 +107,7 @@ export function nodeNameProblem(
   if (others.length > 0) {
     return {
       foreign: true,
-      message: `${specPath}.nodeName "${node.metadata.name}" is a node of group ${others.map((g) => `"${g}"`).join(', ')} (policy "${policy.name}")`,
+      message: `${specPath}.nodeName "${node.metadata.name}" is a node of group ${spellOut(others, (g) => `"${clipText(g)}"`, ', ', 'groups')} (policy "${policy.name}")`,
     };
   }
   if (isTenant && groups.label !== ownGroup) {
@@ -120,6 +128,6 @@ export function nodeNameProblem(
 export function missingNodeProblem(nodeName: string, policy: TenancyPolicy, specPath: string): { foreign: true; message: string } {
   return {
     foreign: true,
-    message: `${specPath}.nodeName "${nodeName}" names no existing node; its dedicated-node group cannot be determined, and a node registering under that name would run the pod without its ${policy.taint.key}=<group>:${policy.taint.effect} taint applying (policy "${policy.name}")`,
+    message: `${specPath}.nodeName "${clipText(nodeName)}" names no existing node; its dedicated-node group cannot be determined, and a node registering under that name would run the pod without its ${policy.taint.key}=<group>:${policy.taint.effect} taint applying (policy "${policy.name}")`,
   };
 }

@@ -11,6 +11,7 @@
  * All functions are pure; the mutating one returns a copy that shares every untouched part with
  * its input (same object identity), so the JSON Patch diff touches only what changed.
  */
+import { clipText, listedItems, spellOut } from '../api/text-bounds.js';
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 
 const termsPath = 'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
@@ -106,7 +107,7 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
   if (selected !== undefined && selected !== group) {
     contradictions.push({
       field: `${prefix}.nodeSelector`,
-      detail: `selects ${nodeLabel}=${selected}, not the namespace's group ${group}`,
+      detail: `selects ${nodeLabel}=${clipText(selected)}, not the namespace's group ${group}`,
     });
   }
   const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
@@ -170,7 +171,13 @@ function parseInt64(text: string): bigint | undefined {
   return value < int64Min || value > int64Max ? undefined : value;
 }
 
+/**
+ * `key Op [v1, v2]`, as the pod wrote it; a tenant's list of values is spelled out to
+ * listedItems (then counted) and each value clipped, so one requirement of 100,000 values costs
+ * a line, not a megabyte, in every contradiction that names it.
+ */
 function describeRequirement(requirement: NodeSelectorRequirement): string {
-  const values = requirement.values === undefined ? '' : ` [${requirement.values.join(', ')}]`;
-  return `${requirement.key} ${requirement.operator}${values}`;
+  const values =
+    requirement.values === undefined ? '' : ` [${spellOut(requirement.values, (value) => clipText(value), ', ', 'values', listedItems)}]`;
+  return `${clipText(requirement.key)} ${clipText(requirement.operator)}${values}`;
 }

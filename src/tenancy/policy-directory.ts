@@ -1,16 +1,24 @@
 /**
  * Edge code: reads TenancyPolicies from a directory, and reloads them when it changes.
  *
- * Every `*.yaml`, `*.yml` and `*.json` file is read (JSON is YAML, so one parser serves both, and
- * gives line numbers for messages); each may hold several documents. Only `kind: TenancyPolicy`
- * documents are taken: the directory also holds ValidatingAdmissionPolicy twins and the like,
- * which are skipped silently.
+ * Which files are policy files, the one rule (README, "Dedicated-node tenancy"): every regular
+ * file directly in the directory (a symlink counts as what it points to) whose name ends in
+ * `.yaml`, `.yml` or `.json`. JSON is YAML, so one parser serves both, and gives line numbers for
+ * messages; each file may hold several documents. Everything else is ignored: other names (a
+ * README.md, notes.txt), subdirectories, which are not read (the shipped `policies/` keeps its
+ * ValidatingAdmissionPolicy twins in `vap/` and its test cases in `tests/`; a ConfigMap mount's
+ * `..data` is one), and empty documents (comments only, a trailing `---`), which say nothing.
+ *
+ * Every document of a policy file must be a TenancyPolicy of a known apiVersion, else the load
+ * fails naming the file, the document's index and why. A document of another kind was once
+ * skipped without a word, so a misspelt `kind: TenancyPolcy` ran the webhook with tenancy off
+ * while `serve` logged `policies: []`: a policy directory must never silently mean nothing.
  */
 import { readdirSync, readFileSync, statSync, watch } from 'node:fs';
 import type { FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { LineCounter, isNode, parseAllDocuments } from 'yaml';
-import { parseTenancyPolicy, tenancyPolicyKind } from './policy.js';
+import { parseTenancyPolicy, tenancyPolicyApiVersion, tenancyPolicyKind } from './policy.js';
 import type { PolicyLoadError, TenancyPolicy } from './policy.js';
 import { createPolicySet } from './policy-set.js';
 import type { PolicySet } from './policy-set.js';
@@ -65,7 +73,7 @@ export function parsePolicyFile(file: string, text: string): { policies: Tenancy
   const errors: PolicyLoadError[] = [];
   const lineAt = (offset: number): number => lineCounter.linePos(offset).line;
   const list = Array.isArray(documents) ? documents : [documents];
-  for (const document of list) {
+  for (const [index, document] of list.entries()) {
     if (document.errors.length > 0) {
       for (const error of document.errors) {
         errors.push({ file, line: lineAt(error.pos[0]), message: `not valid YAML: ${error.message}` });
@@ -73,7 +81,14 @@ export function parsePolicyFile(file: string, text: string): { policies: Tenancy
       continue;
     }
     const value: unknown = document.toJS();
-    if (value === null || typeof value !== 'object' || (value as { kind?: unknown }).kind !== tenancyPolicyKind) {
+    if (value === null || value === undefined) {
+      // An empty document (comments only, a trailing `---`): nothing to load, nothing misspelt.
+      continue;
+    }
+    const refusal = notATenancyPolicy(value);
+    if (refusal !== undefined) {
+      const start = isNode(document.contents) ? document.contents.range[0] : 0;
+      errors.push({ file, line: lineAt(start), document: index + 1, message: refusal });
       continue;
     }
     const parsed = parseTenancyPolicy(value, {
@@ -94,6 +109,38 @@ export function parsePolicyFile(file: string, text: string): { policies: Tenancy
     errors.push(...parsed.errors);
   }
   return { policies, errors };
+}
+
+/**
+ * Why a non-empty document is not a TenancyPolicy, or undefined when its kind says it is one (its
+ * apiVersion and fields are parseTenancyPolicy's to check, with every error it finds).
+ */
+function notATenancyPolicy(value: unknown): string | undefined {
+  const expected = `every document of a policy file must be apiVersion ${tenancyPolicyApiVersion}, kind ${tenancyPolicyKind}`;
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) {
+    return `not a TenancyPolicy: a ${Array.isArray(value) ? 'list' : typeof value} where a mapping with apiVersion and kind belongs (${expected})`;
+  }
+  const { kind, apiVersion } = value as { kind?: unknown; apiVersion?: unknown };
+  if (kind === tenancyPolicyKind) {
+    return undefined;
+  }
+  // The values are the file author's, of any length: quoted, and cut at a length no kind reaches.
+  const what =
+    kind === undefined
+      ? 'it has no kind'
+      : `kind ${clipped(kind)}${apiVersion === undefined ? '' : ` of apiVersion ${clipped(apiVersion)}`}`;
+  return `not a TenancyPolicy: ${what} (${expected}; keep other manifests out of the directory, or in a subdirectory, which is not read)`;
+}
+
+/**
+ * 63 characters: more than any kind or apiVersion in use needs (`MutatingWebhookConfiguration`
+ * is 28, `admissionregistration.k8s.io/v1` 31), few enough to keep the message one line.
+ */
+const shownValueLength = 63;
+
+function clipped(value: unknown): string {
+  const text = JSON.stringify(value);
+  return text.length > shownValueLength ? `${text.slice(0, shownValueLength)}…` : text;
 }
 
 export interface PolicyDirectoryWatch {

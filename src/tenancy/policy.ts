@@ -10,7 +10,7 @@ import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 
-const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
+export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
 
 /** Deny refuses the request; Warn lets it through with AdmissionReview warnings. */
@@ -47,6 +47,8 @@ export interface PolicyLoadError {
   readonly file: string;
   /** 1-based line in the file of the offending value, when the source positions are known. */
   readonly line?: number;
+  /** 1-based index of the YAML document in its file, for a document that is not a TenancyPolicy at all. */
+  readonly document?: number;
   /** metadata.name, when the document has one. */
   readonly policy?: string;
   /** The field at fault, e.g. `spec.group`. */
@@ -56,9 +58,15 @@ export interface PolicyLoadError {
   readonly message: string;
 }
 
-/** `file:line: TenancyPolicy "name": spec.group: line 1, column 5 of the expression: message`. */
+/**
+ * `file:line: TenancyPolicy "name": spec.group: line 1, column 5 of the expression: message`, or
+ * `file:line: document 2: message` for a document that is not a TenancyPolicy.
+ */
 export function formatPolicyLoadError(error: PolicyLoadError): string {
   const parts = [error.line === undefined ? error.file : `${error.file}:${error.line}`];
+  if (error.document !== undefined) {
+    parts.push(`document ${error.document}`);
+  }
   if (error.policy !== undefined) {
     parts.push(`${tenancyPolicyKind} "${error.policy}"`);
   }
@@ -187,6 +195,9 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
     ...tenantWrittenCautions(name, 'group', group),
     ...tenantWrittenCautions(name, 'exempt', exempt),
     ...tenantWrittenCautions(name, 'infrastructure', infrastructure),
+    ...namespaceNameCautions(name, 'group', group),
+    ...namespaceNameCautions(name, 'exempt', exempt),
+    ...namespaceNameCautions(name, 'infrastructure', infrastructure),
   ];
   return {
     policy: { name, file: origin.file, group, taint, nodeLabel, exempt, infrastructure, enforcement: enforcement as Enforcement, cautions },
@@ -212,6 +223,28 @@ function tenantWrittenCautions(
   }
   return [
     `${tenancyPolicyKind} "${name}" spec.${field} reads ${reads.join(', ')}, which whoever creates the pod or workload writes: ${tenantWrittenConsequences[field]}. Decide it from what a tenant cannot write: namespaceObject (its labels are set by whoever may update namespaces) or request.userInfo (set by the API server from the caller's credentials)`,
+  ];
+}
+
+/** What each rule lets anyone who may create namespaces do when it decides from the namespace's name. */
+const namespaceNameConsequences: Record<'group' | 'exempt' | 'infrastructure', string> = {
+  group: "anyone who may create a namespace can name it into any group, and run on that group's nodes",
+  exempt: 'anyone who may create a namespace can name it so that its pods are exempt',
+  infrastructure: "anyone who may create a namespace can name it as infrastructure and reach every group's nodes",
+};
+
+/** See namespaceNameReads in cel.ts: a name is chosen by whoever creates the namespace. */
+function namespaceNameCautions(
+  name: string,
+  field: 'group' | 'exempt' | 'infrastructure',
+  expression: CompiledExpression<ExpressionResultType> | undefined,
+): string[] {
+  const reads = expression?.namespaceNameReads ?? [];
+  if (reads.length === 0) {
+    return [];
+  }
+  return [
+    `${tenancyPolicyKind} "${name}" spec.${field} reads ${reads.join(', ')}: the namespace's name, which whoever creates the namespace chooses. Wherever users may create namespaces (a self-provisioner role, hierarchical namespaces, Capsule), ${namespaceNameConsequences[field]}. Use it only where the platform team alone creates namespaces, or decide from a namespace label that a policy engine guards on create and update`,
   ];
 }
 

@@ -5,7 +5,7 @@
  *   with Go's exact error text, for annotations whose parse error is shown to the user: the pod
  *   annotation `scheduler.alpha.kubernetes.io/tolerations` (GetTolerationsFromPodAnnotations,
  *   `[]core.Toleration`) and PodTolerationRestriction's namespace annotations
- *   (extractNSTolerations, `[]v1.Toleration`). Go first scans the whole input for syntax errors
+ *   (extractNSTolerations, `[]v1.Toleration`); the two name a mistyped field differently (below). Go first scans the whole input for syntax errors
  *   (checkValid), then decodes, keeping only the first type mismatch; both steps are reproduced,
  *   the scan by src/api/go-json.ts and the decoding here.
  * - `decodeParsedTolerations(value)`: the same decoding of an already parsed value (a YAML
@@ -16,6 +16,7 @@
  * strings and a nil tolerationSeconds left out (omitempty), so a decoded toleration reads like one
  * read back from the API server.
  */
+import { clipText } from '../api/text-bounds.js';
 import { goJsonNodeFromValue, goValueWord, parseGoJson, type GoJsonNode } from '../api/go-json.js';
 import type { Toleration } from '../api/types.js';
 import { parseInt64 } from './numeric.js';
@@ -62,6 +63,20 @@ export function goFieldType(field: keyof Toleration, goPackage: GoTolerationPack
   }
 }
 
+/**
+ * The field's name in a type error: encoding/json names a struct field by its JSON name, which is
+ * the `json` tag's when there is one and the Go field's name otherwise. v1.Toleration has tags
+ * (`tolerationSeconds`); the internal core.Toleration has none, so a pod annotation's error reads
+ * `Toleration.TolerationSeconds` (as kube-apiserver v1.35.8 answers, test/e2e/comparison-operators.e2e.ts).
+ */
+const coreFieldNames: Readonly<Record<keyof Toleration, string>> = {
+  key: 'Key',
+  operator: 'Operator',
+  value: 'Value',
+  effect: 'Effect',
+  tolerationSeconds: 'TolerationSeconds',
+};
+
 /** Go's UnmarshalTypeError.Error() for a decode into `[]<goPackage>.Toleration`. */
 export function goUnmarshalTypeError(mismatch: TolerationTypeMismatch, goPackage: GoTolerationPackage): string {
   if (mismatch.index === undefined) {
@@ -70,7 +85,8 @@ export function goUnmarshalTypeError(mismatch: TolerationTypeMismatch, goPackage
   if (mismatch.field === undefined) {
     return `json: cannot unmarshal ${mismatch.got} into Go value of type ${goPackage}.Toleration`;
   }
-  return `json: cannot unmarshal ${mismatch.got} into Go struct field Toleration.${mismatch.field} of type ${goFieldType(mismatch.field, goPackage)}`;
+  const name = goPackage === 'core' ? coreFieldNames[mismatch.field] : mismatch.field;
+  return `json: cannot unmarshal ${mismatch.got} into Go struct field Toleration.${name} of type ${goFieldType(mismatch.field, goPackage)}`;
 }
 
 /** json.Unmarshal of `text` into `[]<goPackage>.Toleration`, with Go's error text. */
@@ -149,8 +165,9 @@ function decodeToleration(
     if (field === 'tolerationSeconds') {
       const parsed = node.kind === 'number' ? parseInt64(node.raw) : undefined;
       if (parsed?.value === undefined) {
-        // A number that is no int64 (1.5, 1e3, 2^63) is named with its literal.
-        return { field, got: node.kind === 'number' ? `number ${node.raw}` : goValueWord(node) };
+        // A number that is no int64 (1.5, 1e3, 2^63) is named with its literal (clipped when
+        // built to be long: text-bounds.ts).
+        return { field, got: node.kind === 'number' ? `number ${clipText(node.raw)}` : goValueWord(node) };
       }
       decoded.tolerationSeconds = Number(parsed.value);
     } else if (node.kind === 'string') {

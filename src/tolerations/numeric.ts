@@ -4,6 +4,7 @@
  * (range and syntax, with Go's error text). Values are compared as BigInt: no floating point
  * ever touches a 64-bit value.
  */
+import { clipText } from '../api/text-bounds.js';
 import { goQuote } from '../validation/field-errors.js';
 
 /** int64 bounds: -2^63 and 2^63 - 1. */
@@ -31,9 +32,11 @@ export type ParseIntResult =
  */
 export function parseInt64(input: string): ParseIntResult {
   // Built only when returned: quoting the input costs a pass over it, and matching calls this for
-  // every Gt/Lt toleration against every taint, valid values included.
-  const syntaxError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${goQuote(input)}: invalid syntax` });
-  const rangeError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${goQuote(input)}: value out of range` });
+  // every Gt/Lt toleration against every taint, valid values included. Go quotes the whole input;
+  // one built to be long is clipped (text-bounds.ts), so a 3 MiB value costs a kilobyte of message.
+  const quoted = (): string => goQuote(clipText(input));
+  const syntaxError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${quoted()}: invalid syntax` });
+  const rangeError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${quoted()}: value out of range` });
   if (input.length === 0) {
     return syntaxError();
   }

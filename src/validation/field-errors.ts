@@ -3,6 +3,7 @@
  * exactly like the API server's own `Pod "x" is invalid: spec.tolerations[0].value: Invalid value: …`.
  */
 import { goBackslashEscapes } from '../api/go-json.js';
+import { clipText, goJsonBytes, maxQuotedChars } from '../api/text-bounds.js';
 
 /** The cause types of apimachinery's field.ErrorType; they appear as `details.causes[].reason`. */
 export type FieldErrorType =
@@ -76,29 +77,90 @@ export function errorMessage(error: FieldError): string {
 }
 
 /**
- * ErrorList.ToAggregate().Error(): one error prints alone; several print as `[e1, e2]`,
- * deduplicated by their exact text (an UPDATE validates tolerations twice upstream).
+ * The longest aggregate message by default, in bytes as kube-apiserver encodes it: the 32 KiB of
+ * the message the Status keeps (src/admission/status.ts, which passes what its prefix leaves).
  */
-export function aggregateMessage(errors: readonly FieldError[]): string {
-  const messages = [...new Set(errors.map(errorMessage))];
-  if (messages.length === 1) {
-    return messages[0] ?? '';
+export const maxAggregateBytes = 32 * 1024;
+
+/** Room for the count that ends a message cut short: `, and 9999999999 more errors]`. */
+const moreErrorsBytes = ', and 9999999999 more errors]'.length;
+
+/**
+ * ErrorList.ToAggregate().Error(): one error prints alone; several print as `[e1, e2]`,
+ * deduplicated by their exact text (an UPDATE validates tolerations twice upstream). Upstream
+ * joins every error; here the errors that would take the text past `maxBytes` (as kube-apiserver
+ * encodes it) are counted instead (`…, and 41 more errors]`), so that the text costs what it
+ * shows. Only the errors shown are rendered: the rest are told apart by type, field, detail and
+ * bad value, which is what their texts are made of.
+ */
+export function aggregateMessage(errors: readonly FieldError[], maxBytes: number = maxAggregateBytes): string {
+  const distinct = distinctErrors(errors);
+  if (distinct.length === 1) {
+    return errorMessage(distinct[0] as FieldError);
   }
-  return `[${messages.join(', ')}]`;
+  const shown: string[] = [];
+  let bytes = 1;
+  for (const [i, error] of distinct.entries()) {
+    const message = errorMessage(error);
+    const size = (i > 0 ? 2 : 0) + goJsonBytes(message, maxBytes);
+    const room = i === distinct.length - 1 ? maxBytes - 1 : maxBytes - moreErrorsBytes;
+    if (i > 0 && bytes + size > room) {
+      return `[${shown.join(', ')}, and ${distinct.length - i} more errors]`;
+    }
+    shown.push(message);
+    bytes += size;
+  }
+  return `[${shown.join(', ')}]`;
 }
 
+/**
+ * The errors whose texts differ, first of each in order. Two errors print alike exactly when
+ * their type, field, detail and printed value are alike; errors are grouped by the first three,
+ * and within a group (the few errors of one field) compared by value: strings by themselves (a
+ * string prints as its quoted self, so equal strings are the only ones that print alike, the
+ * U+FFFD a lone surrogate prints as aside), other values by their printed form.
+ */
+function distinctErrors(errors: readonly FieldError[]): FieldError[] {
+  const groups = new Map<string, FieldError[]>();
+  const distinct: FieldError[] = [];
+  for (const error of errors) {
+    const key = `${error.type}\u0000${error.field}\u0000${error.detail}`;
+    const group = groups.get(key);
+    if (group === undefined) {
+      groups.set(key, [error]);
+      distinct.push(error);
+    } else if (!group.some((seen) => printsAlike(seen.badValue, error.badValue))) {
+      group.push(error);
+      distinct.push(error);
+    }
+  }
+  return distinct;
+}
+
+function printsAlike(a: unknown, b: unknown): boolean {
+  if (typeof a === 'string' && typeof b === 'string') {
+    return a === b;
+  }
+  return printValue(a) === printValue(b);
+}
+
+/**
+ * %q or %v of the bad value, as ErrorBody prints it. A string longer than maxQuotedChars (only a
+ * value built to be long: no valid one comes near) is clipped first, with a count of what was
+ * left out, so a 3 MiB key costs a kilobyte of message, not three megabytes per error.
+ */
 function printValue(value: unknown): string {
   if (value === undefined || value === null) {
     // ErrorBody swaps a nil value for the string "null" and then prints it with %q.
     return '"null"';
   }
   if (typeof value === 'string') {
-    return goQuote(value);
+    return goQuote(clipText(value, maxQuotedChars));
   }
   if (typeof value === 'number' || typeof value === 'boolean' || typeof value === 'bigint') {
     return String(value);
   }
-  return JSON.stringify(value);
+  return clipText(JSON.stringify(value), maxQuotedChars);
 }
 
 const printable = /^[\p{L}\p{M}\p{N}\p{P}\p{S} ]$/u;

@@ -185,6 +185,29 @@ describe('audit rules: what is left out', () => {
     assert.match(only.message, /claimed by more than one group/);
   });
 
+  it('dedicated=2024: a stored pod with {key: dedicated, operator: Gt, value: "0"} breaks foreign-toleration with the gate off, as admission judges it', () => {
+    const pod = storedPod({
+      namespace: 'shared',
+      name: 'skew',
+      node: 'plain',
+      tolerations: [
+        { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+        { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' },
+        { key: 'dedicated', operator: 'Gt', value: '0', effect: 'NoSchedule' },
+      ],
+    }) as Pod;
+    for (const gate of [false, true]) {
+      const result = auditPod(
+        pod,
+        surroundings(pod),
+        settings({ gates: { ...defaultFeatureGates, TaintTolerationComparisonOperators: gate } }),
+      );
+      const message = result.violations?.find((violation) => violation.rule === 'foreign-toleration')?.message ?? '';
+      assert.match(message, /spec\.tolerations\[3\] tolerates the dedicated taints of a numeric range of groups/, `gate ${String(gate)}`);
+    }
+  });
+
   it('spells out at most 10 tolerations in a message, and counts the rest', () => {
     const tolerations = Array.from({ length: 25 }, (_, i) => ({
       key: 'dedicated',

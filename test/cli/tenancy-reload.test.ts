@@ -3,7 +3,8 @@
  * /metrics and in the log (what an operator watching either would see).
  */
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
@@ -83,6 +84,91 @@ describe('tenancy policy reload', () => {
     assert.equal(tenancy.healthy(), true);
     assert.match(await metrics.registry.getSingleMetricAsString('tolerator_policies_loaded'), /tolerator_policies_loaded 2/);
   });
+});
+
+/** The shipped label policy with its kind mistyped: `kind: TenancyPolcy`. */
+function mistypedKind(): string {
+  const text = readFileSync('policies/dedicated-by-namespace-label.yaml', 'utf8');
+  assert.match(text, /^kind: TenancyPolicy$/m);
+  return text.replace(/^kind: TenancyPolicy$/m, 'kind: TenancyPolcy');
+}
+
+describe('a policy directory that would silently mean nothing: kind: TenancyPolcy', () => {
+  it('on reload keeps the last good set, logs the file, document and reason, and counts the failure', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tolerator-policies-'));
+    copyFileSync('policies/dedicated-by-namespace-label.yaml', join(dir, 'label.yaml'));
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        lines.push(JSON.parse(chunk.toString('utf8')) as Record<string, unknown>);
+        done();
+      },
+    });
+    const metrics = createMetrics({ collectProcessMetrics: false });
+    const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), metrics, true);
+    try {
+      writeFileSync(join(dir, 'label.yaml'), mistypedKind());
+      await waitFor(
+        async () =>
+          /tolerator_policy_load_errors_total 1/.test(await metrics.registry.getSingleMetricAsString('tolerator_policy_load_errors_total')),
+        'the load error to be counted',
+      );
+      assert.deepEqual(
+        tenancy.current().policies.map((policy) => policy.name),
+        ['dedicated-by-namespace-label'],
+        'the last good set keeps serving: tenancy is not switched off',
+      );
+      assert.equal(tenancy.healthy(), false);
+      const logged = lines.find((line) => line.msg === 'tenancy policies not reloaded; the last good set keeps serving');
+      assert.match(JSON.stringify(logged?.errors), /label\.yaml:\d+: document 1: not a TenancyPolicy: kind \\"TenancyPolcy\\"/);
+    } finally {
+      tenancy.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('at start, serve does not start: exit 2 naming the file, document and reason', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tolerator-policies-'));
+    writeFileSync(join(dir, 'label.yaml'), mistypedKind());
+    try {
+      const result = spawnSync(
+        process.execPath,
+        ['--import', 'tsx', 'src/main.ts', 'serve', '--port', '0', '--bind-address', '127.0.0.1', '--policies', dir],
+        {
+          encoding: 'utf8',
+          timeout: 60_000,
+        },
+      );
+      assert.equal(
+        result.status,
+        2,
+        `serve must refuse to start; it exited ${String(result.status)} (${String(result.signal)}): ${result.stdout}`,
+      );
+      assert.match(result.stderr, /--policies .*: .*label\.yaml:\d+: document 1: not a TenancyPolicy: kind "TenancyPolcy"/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  for (const command of [
+    ['review', 'examples/review-burstable-pod.json'],
+    ['explain', 'examples/tenant-deployment.yaml'],
+  ]) {
+    it(`${command[0] ?? ''} exits 2 instead of 0 with tenancy off`, () => {
+      const dir = mkdtempSync(join(tmpdir(), 'tolerator-policies-'));
+      writeFileSync(join(dir, 'label.yaml'), mistypedKind());
+      try {
+        const result = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', ...command, '--policies', dir], {
+          encoding: 'utf8',
+          timeout: 60_000,
+        });
+        assert.equal(result.status, 2, result.stdout);
+        assert.match(result.stderr, /label\.yaml:\d+: document 1: not a TenancyPolicy: kind "TenancyPolcy"/);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 });
 
 describe('tenancy policies that read what tenants write', () => {

@@ -24,6 +24,7 @@ import { ConfigMap, Namespace, ResourceQuota, Service, ServiceAccount } from 'ku
 import type { IContainer, IPodSpec } from 'kubernetes-models/v1';
 import type { IIoK8sApimachineryPkgApisMetaV1LabelSelector as LabelSelector } from '@kubernetes-models/apimachinery/apis/meta/v1/LabelSelector';
 import { Certificate, Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1';
+import { findKubectl } from '../cluster/binaries.js';
 import type { ICertificate } from '@kubernetes-models/cert-manager/cert-manager.io/v1';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
@@ -90,15 +91,16 @@ interface Rendered {
   docs: KubeObject[];
 }
 
-/** `kubectl kustomize DIR`; without kubectl, the fallback below. A kustomize error is a failure. */
+const kubectl = findKubectl();
+
+/**
+ * `kubectl kustomize DIR` with the kubectl on the PATH or the control plane's build; without
+ * either, the fallback below. A kustomize error is a failure.
+ */
 function render(dir: string): Rendered {
-  try {
-    const out = execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
-    return { source: 'kubectl kustomize', docs: parseDocuments(out, dir) };
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
-    return { source: 'raw files', docs: renderFromFiles(dir) };
-  }
+  if (kubectl === undefined) return { source: 'raw files', docs: renderFromFiles(dir) };
+  const out = execFileSync(kubectl.path, ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  return { source: 'kubectl kustomize', docs: parseDocuments(out, dir) };
 }
 
 interface ImageEntry {
@@ -253,8 +255,11 @@ const webhooks: readonly (IMutatingWebhook | IValidatingWebhook)[] = [...(mutati
 describe('deploy/ renders to schema-valid objects', () => {
   it('renders the base with kustomize (or from the raw files when kubectl is absent)', (t) => {
     t.diagnostic(`deploy/ rendered from ${base.source}`);
-    if (base.source === 'raw files')
+    if (base.source === 'raw files') {
       t.diagnostic('kubectl not found: kustomization.yaml applied by the test (resources, images, patches only)');
+    } else {
+      t.diagnostic(`kubectl from the ${kubectl!.source}: ${kubectl!.path}`);
+    }
     assert.ok(docs.length > 0);
   });
 
@@ -640,6 +645,25 @@ describe('webhook configurations', () => {
               assert.equal(matches(resource, mirror), true, `${resource} is never a mirror pod`);
             }
           }
+        }
+      });
+
+      it('a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pods are sent to the webhook', () => {
+        // NodeRestriction's NodeIdentity, which the Node authorizer shares: the name and the group.
+        const mirror = { metadata: { name: 'etcd-node-1', annotations: { 'kubernetes.io/config.mirror': 'abc' } } };
+        for (const hook of hooks) {
+          const called = (userInfo: object): boolean =>
+            (hook.matchConditions ?? []).every(
+              ({ expression }) =>
+                evaluate(expression, {
+                  request: { operation: 'CREATE', resource: { group: '', version: 'v1', resource: 'pods' }, userInfo },
+                  object: mirror,
+                  oldObject: null,
+                }) === true,
+            );
+          assert.equal(called({ username: 'system:node:node-1', groups: ['system:authenticated'] }), true, 'outside system:nodes');
+          assert.equal(called({ username: 'system:node:node-1' }), true, 'no groups at all: sent, and no evaluation error');
+          assert.equal(called({ username: 'system:node:node-1', groups: ['system:nodes', 'system:authenticated'] }), false, 'a kubelet');
         }
       });
     });

@@ -52,15 +52,10 @@ describe('parseAdmissionConfig', () => {
         want: parsedBare,
       },
       {
-        name: 'the bare Configuration in podtolerationrestriction.admission.k8s.io/v1 (upstream TestConfigParse)',
-        given: { content: bare('podtolerationrestriction.admission.k8s.io/v1') },
-        want: parsedBare,
-      },
-      {
         name: 'the bare Configuration as JSON',
         given: {
           content: JSON.stringify({
-            apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+            apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
             kind: 'Configuration',
             default: [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 }],
           }),
@@ -69,12 +64,14 @@ describe('parseAdmissionConfig', () => {
       },
       {
         name: 'a bare Configuration without lists is empty',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\n' },
+        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\n' },
         want: {},
       },
       {
         name: 'empty lists are kept as empty lists',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault: []\nwhitelist: null\n' },
+        given: {
+          content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault: []\nwhitelist: null\n',
+        },
         want: { default: [] },
       },
       {
@@ -87,7 +84,7 @@ plugins:
   path: eventconfig.yaml
 - name: PodTolerationRestriction
   configuration:
-${bare('podtolerationrestriction.admission.k8s.io/v1')
+${bare('podtolerationrestriction.admission.k8s.io/v1alpha1')
   .split('\n')
   .map((line) => `    ${line}`)
   .join('\n')}
@@ -120,7 +117,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
         given: {
           content:
             'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: ptr.yaml\n',
-          files: { '/etc/kubernetes/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1') },
+          files: { '/etc/kubernetes/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1alpha1') },
         },
         want: parsedBare,
       },
@@ -131,7 +128,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
             'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: /srv/ptr.json\n',
           files: {
             '/srv/ptr.json': JSON.stringify({
-              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
               kind: 'Configuration',
               default: [],
             }),
@@ -149,7 +146,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
               {
                 name: 'PodTolerationRestriction',
                 path: 'missing.yaml',
-                configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration' },
+                configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1', kind: 'Configuration' },
               },
             ],
           }),
@@ -166,7 +163,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
               {
                 name: 'PodTolerationRestriction',
                 configuration: {
-                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
                   kind: 'Configuration',
                   default: [{ key: 'first', operator: 'Exists' }],
                 },
@@ -174,7 +171,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
               {
                 name: 'PodTolerationRestriction',
                 configuration: {
-                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+                  apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
                   kind: 'Configuration',
                   default: [{ key: 'second', operator: 'Exists' }],
                 },
@@ -208,7 +205,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
         name: 'unknown fields are ignored, as the non-strict apimachinery decoder does',
         given: {
           content:
-            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nmetadata: {}\ndefault:\n- key: k\n  operator: Exists\n  comment: x\n',
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\nmetadata: {}\ndefault:\n- key: k\n  operator: Exists\n  comment: x\n',
         },
         want: { default: [{ key: 'k', operator: 'Exists' }] },
       },
@@ -228,14 +225,14 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
 
     it('Gt/Lt tolerations are accepted when comparison operators are allowed', () => {
       const content =
-        'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n';
+        'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n';
       assert.deepEqual(parseAdmissionConfig(content, 'c.yaml', { ...options, allowComparisonOperators: true }).podTolerationRestriction, {
         whitelist: [{ key: 'tier', operator: 'Gt', value: '5' }],
       });
     });
 
     it('the path is resolved against the configuration file’s directory and read once', () => {
-      const fs = filesystem({ 'conf/sub/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1') });
+      const fs = filesystem({ 'conf/sub/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1alpha1') });
       parseAdmissionConfig(
         'apiVersion: apiserver.config.k8s.io/v1\nkind: AdmissionConfiguration\nplugins:\n- name: PodTolerationRestriction\n  path: sub/ptr.yaml\n',
         'conf/admission.yaml',
@@ -275,8 +272,26 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
       },
       {
         name: 'a known apiVersion with the wrong kind',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: AdmissionConfiguration\n' },
-        want: /^\/cfg\/a\.yaml: unknown apiVersion\/kind "podtolerationrestriction\.admission\.k8s\.io\/v1, Kind=AdmissionConfiguration"/,
+        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: AdmissionConfiguration\n' },
+        want: /^\/cfg\/a\.yaml: unknown apiVersion\/kind "podtolerationrestriction\.admission\.k8s\.io\/v1alpha1, Kind=AdmissionConfiguration"/,
+      },
+      {
+        // kube-apiserver v1.35.8 registers only v1alpha1 and refuses to start with a v1 file
+        // (test/e2e/admission-plugins.e2e.ts starts one): a file tolerator takes must be one the
+        // in-tree plugin takes.
+        name: 'a bare Configuration in podtolerationrestriction.admission.k8s.io/v1 is refused, as kube-apiserver 1.35 refuses it',
+        given: { content: bare('podtolerationrestriction.admission.k8s.io/v1') },
+        want: /^\/cfg\/a\.yaml: unknown apiVersion\/kind "podtolerationrestriction\.admission\.k8s\.io\/v1, Kind=Configuration": .*kind Configuration \(podtolerationrestriction\.admission\.k8s\.io\/v1alpha1\)/,
+      },
+      {
+        name: 'an embedded Configuration in podtolerationrestriction.admission.k8s.io/v1 is refused, as kube-apiserver 1.35 refuses it',
+        given: {
+          content: admission({
+            name: 'PodTolerationRestriction',
+            configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration' },
+          }),
+        },
+        want: /^\/cfg\/a\.yaml: plugins\[0\]\.configuration: unknown apiVersion\/kind "podtolerationrestriction\.admission\.k8s\.io\/v1, Kind=Configuration": want kind Configuration \(podtolerationrestriction\.admission\.k8s\.io\/v1alpha1\)$/,
       },
       {
         name: 'an apiVersion that is not a string',
@@ -327,26 +342,26 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
           content: admission({ name: 'PodTolerationRestriction', path: 'ptr.yaml' }),
           files: {
             '/cfg/ptr.yaml':
-              'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Bad\n',
+              'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault:\n- key: k\n  operator: Bad\n',
           },
         },
         want: /^\/cfg\/ptr\.yaml: invalid config: podtolerationrestriction\.default\[0\]\.operator: Unsupported value: "Bad": supported values: "Equal", "Exists"$/,
       },
       {
         name: 'default that is not a list',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault: {key: k}\n' },
+        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault: {key: k}\n' },
         want: /^\/cfg\/a\.yaml: default: must be a list of tolerations, got object$/,
       },
       {
         name: 'a toleration that is not a mapping',
-        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- k\n' },
+        given: { content: 'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\nwhitelist:\n- k\n' },
         want: /^\/cfg\/a\.yaml: whitelist\[0\]: must be a toleration mapping, got string$/,
       },
       {
         name: 'a tolerationSeconds that is a string',
         given: {
           content:
-            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Exists\n  effect: NoExecute\n  tolerationSeconds: "300"\n',
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault:\n- key: k\n  operator: Exists\n  effect: NoExecute\n  tolerationSeconds: "300"\n',
         },
         want: /^\/cfg\/a\.yaml: default\[0\]\.tolerationSeconds: must be int64, got string$/,
       },
@@ -354,7 +369,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
         name: 'a YAML 1.1 boolean where a string belongs (value: yes)',
         given: {
           content:
-            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  operator: Equal\n  value: yes\n',
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault:\n- key: k\n  operator: Equal\n  value: yes\n',
         },
         want: /^\/cfg\/a\.yaml: default\[0\]\.value: must be string, got bool$/,
       },
@@ -364,7 +379,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
           content: admission({
             name: 'PodTolerationRestriction',
             configuration: {
-              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
               kind: 'Configuration',
               whitelist: [{ effect: 3 }],
             },
@@ -378,7 +393,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
           content: admission({
             name: 'PodTolerationRestriction',
             configuration: {
-              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1',
+              apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1',
               kind: 'Configuration',
               whitelist: [{ operator: 'Equal', value: 'v' }],
             },
@@ -390,7 +405,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
         name: 'Gt is rejected while comparison operators are not allowed',
         given: {
           content:
-            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n',
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\nwhitelist:\n- key: tier\n  operator: Gt\n  value: "5"\n',
         },
         want: /^\/cfg\/a\.yaml: invalid config: podtolerationrestriction\.whitelist\[0\]\.operator: Unsupported value: "Gt": supported values: "Equal", "Exists", "Lt", "Gt"$/,
       },
@@ -398,7 +413,7 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1')
         name: 'several invalid tolerations are all listed',
         given: {
           content:
-            'apiVersion: podtolerationrestriction.admission.k8s.io/v1\nkind: Configuration\ndefault:\n- key: k\n  effect: Sometimes\n  operator: Exists\nwhitelist:\n- key: k\n  operator: Exists\n  tolerationSeconds: 5\n',
+            'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault:\n- key: k\n  effect: Sometimes\n  operator: Exists\nwhitelist:\n- key: k\n  operator: Exists\n  tolerationSeconds: 5\n',
         },
         want: /^\/cfg\/a\.yaml: invalid config: \[podtolerationrestriction\.default\[0\]\.effect: Unsupported value: "Sometimes".*, podtolerationrestriction\.whitelist\[0\]\.effect: Invalid value: "": effect must be 'NoExecute' when `tolerationSeconds` is set\]$/,
       },
@@ -480,7 +495,7 @@ plugins:
       content: admission(
         {
           name: 'PodTolerationRestriction',
-          configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1', kind: 'Configuration' },
+          configuration: { apiVersion: 'podtolerationrestriction.admission.k8s.io/v1alpha1', kind: 'Configuration' },
         },
         { name: 'PodNodeSelector', configuration: { podNodeSelectorPluginConfig: { clusterDefaultNodeSelector: 'a=b' } } },
       ),

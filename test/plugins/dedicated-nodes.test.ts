@@ -263,6 +263,15 @@ describe('DedicatedNodes admit on pod CREATE', () => {
       want: { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }], decision: 'mutated' },
     },
     {
+      name: 'a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pod is mutated',
+      given: {
+        ns: 'ml',
+        pod: pod({}, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+        userInfo: { ...kubeletUser, groups: ['system:authenticated'] },
+      },
+      want: { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }], decision: 'mutated' },
+    },
+    {
       name: 'a pod of a namespace with no group is left unchanged',
       given: { ns: 'web', pod: pod() },
       want: { unchanged: true },
@@ -445,6 +454,15 @@ describe('DedicatedNodes validate', () => {
       },
       want: { denial: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
     },
+    {
+      name: 'a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pod on another group node is denied',
+      given: {
+        ns: 'web',
+        pod: pod({ nodeName: 'gpu-1' }, { annotations: { 'kubernetes.io/config.mirror': 'abc' } }),
+        userInfo: { ...kubeletUser, groups: ['system:authenticated'] },
+      },
+      want: { denial: /spec\.nodeName "gpu-1" is a node of group "gpu"/ },
+    },
     { name: 'a pod of a namespace with no group needs no pair', given: { ns: 'web', pod: pod() }, want: { decision: 'allowed' } },
 
     // Foreign tolerations.
@@ -501,8 +519,34 @@ describe('DedicatedNodes validate', () => {
       want: { denial: /a numeric range of groups/ },
     },
     {
-      name: 'a Gt toleration tolerates nothing when the comparison gate is off',
+      // kube-scheduler reads its own gate: with the API server's off and the scheduler's on, the
+      // toleration reaches every group named by an integer above 5.
+      name: 'a Gt toleration on the key is foreign when the comparison gate is off too',
       given: { ns: 'web', pod: pod({ tolerations: [{ key: 'dedicated', operator: 'Gt', value: '5' }] }) },
+      want: {
+        denial:
+          /spec\.tolerations\[0\] tolerates the dedicated taints of a numeric range of groups \(Gt: .*whatever the API server's gate\)/,
+      },
+    },
+    {
+      name: 'dedicated=2024: a ratcheted UPDATE adding {key: dedicated, operator: Gt, value: "0"} is denied with the API server\'s gate off',
+      given: {
+        ns: 'web',
+        operation: 'UPDATE',
+        // The old pod already uses Gt (on another key), so the API server's ratchet lets the UPDATE add one.
+        oldPod: pod({ tolerations: [{ key: 'example.com/generation', operator: 'Gt', value: '1' }] }),
+        pod: pod({
+          tolerations: [
+            { key: 'example.com/generation', operator: 'Gt', value: '1' },
+            { key: 'dedicated', operator: 'Gt', value: '0' },
+          ],
+        }),
+      },
+      want: { denial: /^spec\.tolerations\[1\] tolerates the dedicated taints of a numeric range of groups/, decision: 'denied' },
+    },
+    {
+      name: "a Gt toleration on another key is nobody's business, under either gate",
+      given: { ns: 'web', pod: pod({ tolerations: [{ key: 'example.com/generation', operator: 'Gt', value: '5' }] }) },
       want: { decision: 'allowed' },
     },
     {
@@ -1019,5 +1063,58 @@ describe('DedicatedNodes keeps its messages bounded whatever the number of viola
     const outcome = plugin().validate(foreign(3), podAttributes('CREATE', foreign(3), undefined, 'web'), context('web'));
     assert.equal(forbiddenMessage(outcome.denial).match(/tolerates the dedicated taint of group/g)?.length, 3);
     assert.doesNotMatch(forbiddenMessage(outcome.denial), /more violations/);
+  });
+});
+
+// --- templates are their controllers' pods ----------------------------------------------------
+
+describe("DedicatedNodes: a workload's template is judged as its controller's pods will be, not as its writer", () => {
+  // The shipped prefix policy's exemption: pods that a member of platform-admins creates itself.
+  const exemptsAdmins = compilePolicy('exempts-admins', { ...labelPolicySpec(), exempt: "'platform-admins' in request.userInfo.groups" });
+  const admin = { username: 'pat', uid: '', groups: ['platform-admins', 'system:authenticated'], extra: {} };
+
+  it('a pod a platform admin creates itself is exempt', () => {
+    const given = pod({ nodeSelector: { dedicated: 'team-b' } });
+    const outcome = createDedicatedNodes(() => ({ policies: [exemptsAdmins] })).admit(
+      given,
+      podAttributes('CREATE', given, undefined, 'ml', admin),
+      context('ml'),
+    );
+    assert.equal(outcome.object, given);
+    assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], 'exempt');
+  });
+
+  it("a platform admin's DaemonSet template gets the pair: the DaemonSet controller's pods are not exempt", () => {
+    const given = daemonSet({});
+    const outcome = createDedicatedNodes(() => ({ policies: [exemptsAdmins] })).admit(
+      given,
+      { ...daemonSetAttributes('CREATE', given), userInfo: admin },
+      context('ml'),
+    );
+    const templateSpec = ((specOf(outcome.object).template as JsonObject).spec ?? {}) as JsonObject;
+    assert.deepEqual(
+      { tolerations: templateSpec.tolerations, terms: requiredTermsOf(templateSpec) },
+      { tolerations: [gpuToleration], terms: [{ matchExpressions: [gpuRequirement] }] },
+    );
+  });
+
+  it("a platform admin's Deployment asking for another group's nodes is denied: the ReplicaSet controller's pods would be", () => {
+    const given: JsonObject = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'w', namespace: 'ml' },
+      spec: { template: { metadata: {}, spec: { containers: [{ name: 'c', image: 'c:1' }], nodeSelector: { dedicated: 'team-b' } } } },
+    };
+    const attributes: AdmissionAttributes = {
+      ...podAttributes('CREATE', given, undefined, 'ml', admin),
+      kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+      resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+      name: 'w',
+    };
+    const outcome = createDedicatedNodes(() => ({ policies: [exemptsAdmins] })).validate(given, attributes, context('ml'));
+    assert.match(
+      forbiddenMessage(outcome.denial),
+      /^Deployment pod templates in namespace "ml" \(group "gpu", policy "exempts-admins"\) may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.template\.spec\.nodeSelector selects dedicated=team-b, not the namespace's group gpu$/,
+    );
   });
 });

@@ -311,7 +311,7 @@ describe('PodNodeSelector: answers as kube-apiserver words them', () => {
     };
     const attributes = {
       ...podAttributes('CREATE', object),
-      userInfo: { username: 'system:node:node-1', uid: '', groups: [], extra: {} },
+      userInfo: { username: 'system:node:node-1', uid: '', groups: ['system:nodes', 'system:authenticated'], extra: {} },
     };
     assert.deepEqual(plugin().validate(object, attributes, context), {});
   });

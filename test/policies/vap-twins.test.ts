@@ -183,6 +183,7 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
         'non-tenant-pod-create',
         'prefix-tenant-pod-create',
         'self-exempt-label-tenant-pod-create',
+        'tenant-daemonset-pod-from-controller-create',
         'tenant-daemonset-pod-matchfields-create',
         'tenant-group-without-nodes-warning-create',
         'tenant-pod-after-mutation-create',
@@ -216,11 +217,20 @@ describe('the dedicated-by-namespace-label twin agrees with the webhook', () => 
     const object = structuredClone(inputs.object) as { metadata: { annotations?: Record<string, string> } };
     object.metadata.annotations = { 'kubernetes.io/config.mirror': 'abc' };
     const request = inputs.request as { userInfo?: unknown };
-    assert.equal(
-      evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'system:node:gpu-1' } } }).allowed,
-      true,
-    );
+    const kubelet = { username: 'system:node:gpu-1', groups: ['system:nodes', 'system:authenticated'] };
+    assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: kubelet } }).allowed, true);
     assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: { username: 'alice' } } }).allowed, false);
+  });
+
+  it('a user named system:node:<name> outside the group system:nodes is no kubelet: its mirror-annotated pod is judged', () => {
+    const fixture = fixtures.find((candidate) => candidate.name === 'tenant-pod-skipped-mutation-create');
+    assert.ok(fixture);
+    const inputs = twinInputs(fixture);
+    const object = structuredClone(inputs.object) as { metadata: { annotations?: Record<string, string> } };
+    object.metadata.annotations = { 'kubernetes.io/config.mirror': 'abc' };
+    const request = inputs.request as { userInfo?: unknown };
+    const named = { username: 'system:node:gpu-1', groups: ['system:authenticated'] };
+    assert.equal(evaluateTwin(twin, { ...inputs, object, request: { ...request, userInfo: named } }).allowed, false);
   });
 });
 

@@ -3,9 +3,10 @@
  * parsed into objects, for the tests that compare the two installs.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { findKubectl } from '../cluster/binaries.js';
 
 export const ROOT = join(import.meta.dirname, '..', '..');
 export const CHART_DIR = join(ROOT, 'deploy', 'helm', 'tolerator');
@@ -40,13 +41,21 @@ export function parseManifests(text: string, where: string): KubeObject[] {
   return objects;
 }
 
-/** Whether kubectl (for `kubectl kustomize`) is on the PATH. */
+const kubectl = findKubectl();
+
+/** Whether there is a kubectl (for `kubectl kustomize`): on the PATH, or the control plane's build. */
 export function hasKubectl(): boolean {
-  return spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+  return kubectl !== undefined;
+}
+
+/** Which kubectl the manifest tests run, for the line they print. */
+export function kubectlSource(): string {
+  return kubectl === undefined ? 'no kubectl' : `kubectl from the ${kubectl.source} (${kubectl.path})`;
 }
 
 export function renderKustomize(dir: string): KubeObject[] {
-  return parseManifests(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }), dir);
+  if (kubectl === undefined) throw new Error('no kubectl: put one on the PATH or npm run control-plane:build');
+  return parseManifests(execFileSync(kubectl.path, ['kustomize', dir], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }), dir);
 }
 
 /** The one object of a kind and name; fails listing what there is otherwise. */

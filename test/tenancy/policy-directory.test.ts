@@ -46,9 +46,59 @@ describe('loadPolicyDirectory', () => {
       want: { policies: ['a1', 'a2', 'b', 'c'], errors: [] },
     },
     {
-      name: 'skips documents of other kinds silently',
+      name: 'kind: TenancyPolcy is refused with its file, document index and reason, and the other documents still load',
+      given: { 'team.yaml': `${policyYaml('kept')}---\n${policyYaml('misspelt').replace('kind: TenancyPolicy', 'kind: TenancyPolcy')}` },
+      want: {
+        policies: ['kept'],
+        errors: [
+          /team\.yaml:\d+: document 2: not a TenancyPolicy: kind "TenancyPolcy" of apiVersion "tolerator\.dev\/v1alpha1" \(every document of a policy file must be apiVersion tolerator\.dev\/v1alpha1, kind TenancyPolicy; keep other manifests out of the directory, or in a subdirectory, which is not read\)$/,
+        ],
+      },
+    },
+    {
+      name: 'a document of another kind (a ValidatingAdmissionPolicy twin) is refused, not skipped',
       given: { 'twins.yaml': `${validatingAdmissionPolicy}---\n${policyYaml('kept')}` },
-      want: { policies: ['kept'], errors: [] },
+      want: {
+        policies: ['kept'],
+        errors: [
+          /^.*twins\.yaml:1: document 1: not a TenancyPolicy: kind "ValidatingAdmissionPolicy" of apiVersion "admissionregistration\.k8s\.io\/v1"/,
+        ],
+      },
+    },
+    {
+      name: 'a document without a kind, a list and a scalar are refused, each with its index',
+      given: { 'odd.yaml': 'apiVersion: tolerator.dev/v1alpha1\nmetadata: {name: x}\n---\n- a\n- b\n---\njust text\n' },
+      want: {
+        policies: [],
+        errors: [
+          /odd\.yaml:1: document 1: not a TenancyPolicy: it has no kind \(/,
+          /odd\.yaml:4: document 2: not a TenancyPolicy: a list where a mapping with apiVersion and kind belongs/,
+          /odd\.yaml:7: document 3: not a TenancyPolicy: a string where a mapping/,
+        ],
+      },
+    },
+    {
+      name: 'a TenancyPolicy of an unknown apiVersion is refused',
+      given: { 'v2.yaml': policyYaml('future').replace('tolerator.dev/v1alpha1', 'tolerator.dev/v2') },
+      want: {
+        policies: [],
+        errors: [/v2\.yaml:\d+: TenancyPolicy "future": apiVersion: must be tolerator\.dev\/v1alpha1, got "tolerator\.dev\/v2"/],
+      },
+    },
+    {
+      name: 'a kind longer than any real one is shown clipped',
+      given: { 'long.yaml': `kind: ${'K'.repeat(10_000)}\n` },
+      want: { policies: [], errors: [/long\.yaml:1: document 1: not a TenancyPolicy: kind "K{62}… \(/] },
+    },
+    {
+      name: 'ignores empty documents, other file names and subdirectories, by the documented rule',
+      given: {
+        'a.yaml': `# a comment only\n---\n${policyYaml('a')}---\n`,
+        'empty.yaml': '',
+        'README.md': 'kind: Whatever\n',
+        'vap/twin.yaml': validatingAdmissionPolicy,
+      },
+      want: { policies: ['a'], errors: [] },
     },
     {
       name: 'reports a duplicate policy name across files and keeps the first by file name',
@@ -76,6 +126,7 @@ describe('loadPolicyDirectory', () => {
     it(row.name, () => {
       const dir = tempDir();
       for (const [file, text] of Object.entries(row.given)) {
+        mkdirSync(join(dir, file, '..'), { recursive: true });
         writeFileSync(join(dir, file), text);
       }
       const loaded = loadPolicyDirectory(dir);

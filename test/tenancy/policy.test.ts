@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { stringify } from 'yaml';
@@ -284,7 +285,7 @@ describe('a policy that lets tenants decide for themselves loads with a caution'
     {
       name: 'exempt on a computed label key',
       field: 'exempt',
-      expression: "object.metadata.labels[namespaceObject.metadata.name] == 'x'",
+      expression: "object.metadata.labels[request.userInfo.username] == 'x'",
       want: /reads object\.metadata\.labels/,
     },
     {
@@ -312,10 +313,36 @@ describe('a policy that lets tenants decide for themselves loads with a caution'
       want: undefined,
     },
     {
-      name: "group on the pod's namespace (set by the API server from the request path)",
+      name: 'group on the namespace label the platform team sets',
+      field: 'group',
+      expression: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
+      want: undefined,
+    },
+    // Groups from namespace names (item 11 of the bounded-under-attack issue): whoever creates a
+    // namespace chooses its name.
+    {
+      name: "group on the namespace's name",
+      field: 'group',
+      expression: "namespaceObject.metadata.name.startsWith('team-a') ? 'team-a' : ''",
+      want: /^TenancyPolicy "p" spec\.group reads namespaceObject\.metadata\.name: the namespace's name, which whoever creates the namespace chooses\. Wherever users may create namespaces \(a self-provisioner role, hierarchical namespaces, Capsule\), anyone who may create a namespace can name it into any group/,
+    },
+    {
+      name: "group on the pod's namespace (set by the API server from the request path, chosen by the namespace's creator)",
       field: 'group',
       expression: 'object.metadata.namespace',
-      want: undefined,
+      want: /spec\.group reads object\.metadata\.namespace: the namespace's name/,
+    },
+    {
+      name: "infrastructure on the request's namespace",
+      field: 'infrastructure',
+      expression: "request.namespace == 'logging'",
+      want: /spec\.infrastructure reads request\.namespace: .*can name it as infrastructure and reach every group's nodes/,
+    },
+    {
+      name: 'exempt on the label the API server sets to the name',
+      field: 'exempt',
+      expression: "namespaceObject.metadata.labels['kubernetes.io/metadata.name'] == 'debug'",
+      want: /spec\.exempt reads namespaceObject\.metadata\.labels\['kubernetes\.io\/metadata\.name'\]: .*its pods are exempt/,
     },
   ];
   for (const row of rows) {
@@ -332,10 +359,41 @@ describe('a policy that lets tenants decide for themselves loads with a caution'
     });
   }
 
-  it('the shipped example policies carry no caution', () => {
-    assert.deepEqual(
-      [label(), prefix()].flatMap((policy) => policy.cautions),
-      [],
+  it('the shipped label policy carries no caution', () => {
+    assert.deepEqual(label().cautions, []);
+  });
+
+  it('groups from namespace names: the shipped prefix policy loads with the caution for its group and its infrastructure', () => {
+    const cautions = prefix().cautions;
+    assert.equal(cautions.length, 2, cautions.join('\n'));
+    assert.match(
+      cautions[0] ?? '',
+      /spec\.group reads namespaceObject\.metadata\.name: .*anyone who may create a namespace can name it into any group/,
+    );
+    assert.match(cautions[1] ?? '', /spec\.infrastructure reads namespaceObject\.metadata\.name: .*reach every group's nodes/);
+  });
+
+  it("groups from namespace names: the README's threat model says so", () => {
+    const readme = readFileSync(new URL('../../README.md', import.meta.url), 'utf8');
+    const start = readme.indexOf('### Threat model');
+    const model = readme.slice(start, readme.indexOf('\n## ', start)).replace(/\s+/g, ' ');
+    assert.ok(start !== -1, 'the README has a threat model');
+    assert.match(model, /\*\*Namespaces that users create\*\*: .*self-provisioner role .*hierarchical namespaces .*Capsule/);
+    assert.match(
+      model,
+      /`dedicated-by-namespace-prefix` does, then lets anyone create `team-a-x` and land on group team-a's nodes, or `logging` and reach every group's nodes/,
+    );
+  });
+
+  it("groups from namespace names: the prefix policy's file says so where it takes the group", () => {
+    const text = readFileSync(new URL('../../policies/dedicated-by-namespace-prefix.yaml', import.meta.url), 'utf8');
+    assert.match(
+      text.replace(/\n# ?/g, ' '),
+      /the group and the infrastructure list come from the namespace's NAME, which whoever creates the namespace chooses/,
+    );
+    assert.match(
+      text.replace(/\n# ?/g, ' '),
+      /anyone can create `team-a-x` and land on group team-a's nodes, or `logging` and reach every group's nodes/,
     );
   });
   const label = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-label.yaml');

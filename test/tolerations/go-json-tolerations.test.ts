@@ -35,32 +35,32 @@ describe('unmarshalTolerations: json.Unmarshal into []core.Toleration', () => {
     {
       name: 'a number key',
       given: '[{"key":1}]',
-      want: { error: 'json: cannot unmarshal number into Go struct field Toleration.key of type string' },
+      want: { error: 'json: cannot unmarshal number into Go struct field Toleration.Key of type string' },
     },
     {
       name: 'a bool operator names its Go type',
       given: '[{"operator":true}]',
-      want: { error: 'json: cannot unmarshal bool into Go struct field Toleration.operator of type core.TolerationOperator' },
+      want: { error: 'json: cannot unmarshal bool into Go struct field Toleration.Operator of type core.TolerationOperator' },
     },
     {
       name: 'an array effect names its Go type',
       given: '[{"effect":[]}]',
-      want: { error: 'json: cannot unmarshal array into Go struct field Toleration.effect of type core.TaintEffect' },
+      want: { error: 'json: cannot unmarshal array into Go struct field Toleration.Effect of type core.TaintEffect' },
     },
     {
       name: 'a fractional tolerationSeconds names the literal',
       given: '[{"tolerationSeconds":1.5}]',
-      want: { error: 'json: cannot unmarshal number 1.5 into Go struct field Toleration.tolerationSeconds of type int64' },
+      want: { error: 'json: cannot unmarshal number 1.5 into Go struct field Toleration.TolerationSeconds of type int64' },
     },
     {
       name: 'a string tolerationSeconds',
       given: '[{"tolerationSeconds":"30"}]',
-      want: { error: 'json: cannot unmarshal string into Go struct field Toleration.tolerationSeconds of type int64' },
+      want: { error: 'json: cannot unmarshal string into Go struct field Toleration.TolerationSeconds of type int64' },
     },
     {
       name: 'the first type error wins',
       given: '[{"key":1},{"value":2}]',
-      want: { error: 'json: cannot unmarshal number into Go struct field Toleration.key of type string' },
+      want: { error: 'json: cannot unmarshal number into Go struct field Toleration.Key of type string' },
     },
     { name: 'a syntax error anywhere beats an earlier type error', given: '[{"key":1},', want: { error: 'unexpected end of JSON input' } },
     {
@@ -88,12 +88,12 @@ describe('unmarshalTolerations: json.Unmarshal into []core.Toleration', () => {
     {
       name: 'a tolerationSeconds beyond int64 names the literal',
       given: '[{"tolerationSeconds":9223372036854775808}]',
-      want: { error: 'json: cannot unmarshal number 9223372036854775808 into Go struct field Toleration.tolerationSeconds of type int64' },
+      want: { error: 'json: cannot unmarshal number 9223372036854775808 into Go struct field Toleration.TolerationSeconds of type int64' },
     },
     {
       name: 'a whole tolerationSeconds with an exponent names the literal',
       given: '[{"tolerationSeconds":1e3}]',
-      want: { error: 'json: cannot unmarshal number 1e3 into Go struct field Toleration.tolerationSeconds of type int64' },
+      want: { error: 'json: cannot unmarshal number 1e3 into Go struct field Toleration.TolerationSeconds of type int64' },
     },
   ];
   for (const row of rows) {
@@ -174,6 +174,19 @@ describe('decodeParsedTolerations: a parsed value, exact field names', () => {
       assert.deepEqual(decodeParsedTolerations(row.given), row.want);
     });
   }
+});
+
+describe('a mistyped field is named as kube-apiserver names it', () => {
+  it("core.Toleration has no json tags, so a pod annotation's error names the Go field: Toleration.TolerationSeconds (kube-apiserver v1.35.8)", () => {
+    assert.deepEqual(unmarshalTolerations('[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]', 'core'), {
+      error: 'json: cannot unmarshal string into Go struct field Toleration.TolerationSeconds of type int64',
+    });
+  });
+  it("v1.Toleration's json tags name a namespace annotation's field: Toleration.tolerationSeconds", () => {
+    assert.deepEqual(unmarshalTolerations('[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]', 'v1'), {
+      error: 'json: cannot unmarshal string into Go struct field Toleration.tolerationSeconds of type int64',
+    });
+  });
 });
 
 describe('goUnmarshalTypeError and goFieldType', () => {

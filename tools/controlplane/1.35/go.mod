@@ -1,6 +1,6 @@
 // Test infrastructure only: pins the Kubernetes 1.35 control plane that tolerator's end-to-end
 // suites run against. Nothing here is Go source; the binaries are upstream's own main packages,
-// named by the tool directives below and built by tools/controlplane/build.mjs.
+// named by the tool directives below and built by `npm run control-plane:build` (test/cluster/build.ts).
 module tolerator.test/controlplane/v1_35
 
 go 1.25.0

@@ -80,13 +80,13 @@ namespaceSelector:
       operator: NotIn
       values: ["true"]
 matchConditions:
-  # Mirror pods created by a kubelet (user system:node:<name>) are never sent: see deploy/base.
+  # Mirror pods created by a kubelet (user system:node:<name> in group system:nodes) are never sent: see deploy/base.
   - name: exclude-mirror-pods
     expression: >-
       request.resource.resource != 'pods' ||
       !has(object.metadata.annotations) ||
       !('kubernetes.io/config.mirror' in object.metadata.annotations) ||
-      !request.userInfo.username.startsWith('system:node:')
+      !(request.userInfo.username.startsWith('system:node:') && has(request.userInfo.groups) && 'system:nodes' in request.userInfo.groups)
 {{- end -}}
 
 {{- define "tolerator.webhookAnnotations" -}}
