@@ -157,6 +157,12 @@ function cloudNode(i: number): Json {
  * with `nodeCount` above five, cloud nodes (cloudNode) up to that count — written as JSON.
  */
 export function writeClusterState(path: string, count: number, nodeCount = 5): void {
+  const { namespaces, nodes } = clusterObjects(count, nodeCount);
+  writeFileSync(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...namespaces, ...nodes] }));
+}
+
+/** The Namespaces and Nodes of writeClusterState, as objects. */
+export function clusterObjects(count: number, nodeCount = 5): { namespaces: Json[]; nodes: Json[] } {
   const namespaces = baseNamespaces();
   for (let i = namespaces.length; i < count; i++) {
     const name = `app-${String(i).padStart(5, '0')}`;
@@ -178,7 +184,7 @@ export function writeClusterState(path: string, count: number, nodeCount = 5): v
     node('worker-2', {}),
   ];
   for (let i = nodes.length; i < nodeCount; i++) nodes.push(cloudNode(i));
-  writeFileSync(path, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...namespaces, ...nodes] }));
+  return { namespaces, nodes };
 }
 
 /**

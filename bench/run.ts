@@ -21,6 +21,9 @@
  *   npm run bench -- --only audit only the audit section (bench/audit.ts: `tolerator audit` of
  *                                 50,000 pods from a file and from an API server, about a
  *                                 minute): replaces that section and leaves the rest as it is
+ *   npm run bench -- --only scale only the scale section (bench/scale.ts: serve's RSS with up to
+ *                                 5,000 realistic Nodes and 10,000 Namespaces behind a fake API
+ *                                 server, about a minute): replaces that section
  *   npm run bench -- --only regex only the CEL regular-expression section (bench/cel-regex.ts:
  *                                 RE2 against V8 RegExp, seconds): replaces that section
  *   npm run bench -- --only patch only the patch section (bench/patch.ts: tolerator's patches
@@ -44,6 +47,7 @@ import { grownPod, mixPayloads, writeClusterState, writePolicies, type Payload }
 import { checkAnswer, residentBytes, startServer, type Certificate, type RunningServer, type ServerSpec } from './servers.js';
 import { measureWorstReviews, spliceWorstSection, worstSection, worstTargets } from './worst.js';
 import { measureAudit, spliceAuditSection } from './audit.js';
+import { measureScale, scaleSection, scaleTargetMib, spliceScaleSection, targetRow } from './scale.js';
 import { measureE2e, spliceE2eSection } from './e2e.js';
 import { measureCelRegex, spliceRegexSection } from './cel-regex.js';
 import { measurePatchCost, splicePatchSection } from './patch.js';
@@ -60,7 +64,7 @@ const { values: flags } = parseArgs({
     'worst-filter': { type: 'string' },
   },
 });
-const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch', 'starvation'];
+const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch', 'starvation', 'scale'];
 if (flags.only !== undefined && !aloneSections.includes(flags.only)) {
   throw new Error(`--only ${flags.only}: the sections that run alone are ${aloneSections.map((name) => `"${name}"`).join(', ')}`);
 }
@@ -286,6 +290,43 @@ async function main(): Promise<void> {
     // The date and machine go after the title (the first three lines: marker, title, blank).
     return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
   };
+  /** The scale section: its lines, and its target pushed. */
+  const scale = async (load: LoadGenerator): Promise<string[]> => {
+    const sectionStarted = new Date();
+    const loadAtStart = loadavg();
+    const rows = await measureScale({ root, dir, certificate, load, mix: mixPayloads(), seconds: plan.seconds * 2, note });
+    const largest = targetRow(rows);
+    const floor = rows[0];
+    if (largest !== undefined && floor !== undefined) {
+      targets.push({
+        name: `${largest.nodes.toLocaleString('en-US')} realistic nodes and ${largest.namespaces.toLocaleString('en-US')} namespaces watched`,
+        goal: `RSS at start < ${scaleTargetMib} MiB`,
+        measured: `${largest.rssAtStartMib.toFixed(1)} MiB at start (after load ${largest.rssAfterLoadMib.toFixed(1)}, peak ${largest.peakMib.toFixed(1)}; floor of ${floor.nodes} nodes: ${floor.rssAtStartMib.toFixed(1)} at start, peak ${floor.peakMib.toFixed(1)} MiB)`,
+        met: largest.rssAtStartMib < scaleTargetMib,
+      });
+    }
+    const host = machine();
+    return scaleSection(rows, [
+      `- date: ${sectionStarted.toISOString()}; command: \`npm run bench${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}\`; took ${((Date.now() - sectionStarted.getTime()) / 1000).toFixed(0)} s`,
+      `- machine: ${host.nproc} cores (nproc), ${host.cpu}; Node.js ${host.node}; commit ${host.commit}; load average at start ${loadAtStart.map((n) => n.toFixed(2)).join(' ')}, at the end ${loadavg()
+        .map((n) => n.toFixed(2))
+        .join(' ')}`,
+    ]);
+  };
+  if (flags.only === 'scale') {
+    const load = new LoadGenerator(root);
+    try {
+      const section = await scale(load);
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, spliceScaleSection(readFileSync(file, 'utf8'), section));
+      note('replaced the scale section of bench/RESULTS.md');
+    } finally {
+      await load.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   if (flags.only === 'e2e') {
     try {
       const sectionStarted = new Date();
@@ -811,6 +852,8 @@ async function main(): Promise<void> {
       for (const line of regex()) out(line);
       out();
       for (const line of await patch()) out(line);
+      out();
+      for (const line of await scale(load)) out(line);
       out();
     }
 

@@ -26,6 +26,10 @@ export interface ServerSpec {
   readonly logLevel?: 'info' | 'warn';
   readonly policiesDir?: string;
   readonly clusterStateFile?: string;
+  /** A kubeconfig to watch Namespaces and Nodes through (`--kubeconfig`): the informers, not a file. */
+  readonly kubeconfig?: string;
+  /** More flags for node itself (V8's), before the script. */
+  readonly nodeFlags?: readonly string[];
   /** Write a V8 CPU profile into this directory when the server exits. */
   readonly cpuProfileDir?: string;
   /**
@@ -95,6 +99,7 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
   const node = [process.execPath, '--enable-experimental-regexp-engine-on-excessive-backtracks'];
   if (spec.cpuProfileDir !== undefined) node.push('--cpu-prof', '--cpu-prof-dir', spec.cpuProfileDir);
   if (spec.traceGc === true) node.push('--trace-gc');
+  node.push(...(spec.nodeFlags ?? []));
   const tls = [
     '--port',
     String(port),
@@ -117,6 +122,7 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
     spec.logLevel ?? 'warn',
     ...(spec.policiesDir === undefined ? [] : ['--policies', spec.policiesDir]),
     ...(spec.clusterStateFile === undefined ? [] : ['--cluster-state', spec.clusterStateFile]),
+    ...(spec.kubeconfig === undefined ? [] : ['--kubeconfig', spec.kubeconfig]),
     // Stop at once when the bench is done (the delay exists for endpoint removal in a cluster).
     '--shutdown-delay',
     '0',

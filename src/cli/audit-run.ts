@@ -15,12 +15,17 @@ import { auditPod, type AuditSettings } from '../audit/audit-rules.js';
 import { AuditCollector, type AuditResult } from '../audit/audit-summary.js';
 import type { Namespace, Node, Pod } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
+import type { SkippedItem } from '../kube/paged-list.js';
 import { PolicyEvaluationError } from '../tenancy/policy-set.js';
 
-/** Where the pods come from: every page in order, and a restart when the list starts over. */
+/**
+ * Where the pods come from: every page in order, a restart when the list starts over, and each pod
+ * too large to be read at all (src/kube/paged-list.ts), which the run counts as undecided.
+ */
 export type PodPages = (handlers: {
   readonly onPage: (pods: readonly unknown[]) => Promise<void>;
   readonly onRestart: () => void;
+  readonly onSkipped: (pod: SkippedItem) => void;
 }) => Promise<void>;
 
 export interface AuditRunOptions {
@@ -65,6 +70,14 @@ export async function runAudit(
   await pages({
     onRestart: () => {
       collector.reset();
+    },
+    onSkipped: ({ namespace, name, maxBytes }) => {
+      // Judged by nobody: an undecided pod, named and counted, while the run goes on with the others.
+      collector.addUndecided({
+        namespace,
+        name,
+        message: `pod "${namespace}/${name}" is more than ${maxBytes} bytes of JSON as the API server sends it, the most one object can be: it was not read, and not judged`,
+      });
     },
     onPage: async (items) => {
       for (let index = 0; index < items.length; index++) {

@@ -12,6 +12,7 @@
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
 import { auditJson, auditTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
+import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
@@ -165,11 +166,16 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
     last = Date.now();
   };
   const options = { pageSize: cliPageSize, maxPageBytes: cliMaxPageBytes, maxRestarts: defaultMaxRestarts, pause };
-  const listAll = async <T>(path: string): Promise<T[]> => {
+  // What the informers keep of each object (src/api/cluster-objects.ts): the command holds every
+  // Namespace and Node while it audits, and a real Node is 19 KB of JSON of which it reads a few hundred bytes.
+  const listAll = async <T>(path: string, keep: (item: unknown) => T | undefined): Promise<T[]> => {
     let all: T[] = [];
     await listInPages(request, path, options, {
       onPage: (items) => {
-        for (const item of items) if (isJsonObject(item) && isJsonObject(item.metadata)) all.push(item as T);
+        for (const item of items) {
+          const kept = keep(item);
+          if (kept !== undefined) all.push(kept);
+        }
       },
       onRestart: () => {
         all = [];
@@ -178,8 +184,8 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
     return all;
   };
   const listed = staticClusterFacts({
-    namespaces: await listAll<Namespace>('/api/v1/namespaces'),
-    nodes: await listAll<Node>('/api/v1/nodes'),
+    namespaces: await listAll('/api/v1/namespaces', namespaceAsRead),
+    nodes: await listAll('/api/v1/nodes', nodeAsRead),
   });
   // A namespace or node created after its list was read is read on its own (404: it does not exist).
   const read = async <T>(path: string): Promise<T | undefined> => {
@@ -190,8 +196,9 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
   };
   const facts: ClusterFacts = {
     ...listed,
-    getNamespace: async (name) => (await listed.getNamespace(name)) ?? read<Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`),
-    readNode: async (name) => listed.getNode(name) ?? read<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`),
+    getNamespace: async (name) =>
+      (await listed.getNamespace(name)) ?? namespaceAsRead(await read<Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`)),
+    readNode: async (name) => listed.getNode(name) ?? nodeAsRead(await read<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`)),
   };
   return { facts, pages: (handlers) => listInPages(request, '/api/v1/pods', options, handlers) };
 }

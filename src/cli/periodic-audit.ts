@@ -34,23 +34,28 @@ import { violationCounts, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, maxResultsPerReport } from '../audit/policy-reports.js';
 import type { Metrics } from '../http/metrics.js';
 import type { ApiRequest } from '../kube/api-requests.js';
-import { defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
+import { defaultMaxItemBytes, defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
 import { discoverReportApi, writePolicyReports } from '../kube/policy-report-writer.js';
 import { runAudit } from './audit-run.js';
 
 /**
  * The pace, and why:
  * - pageSize 100: a stored pod is 3 to 8 KB of JSON (managedFields included), so a page is under
- *   1 MB, which JSON.parse reads in a few milliseconds: the parse of a page, the one piece of the
- *   run that cannot be split, blocks reviews for about as long as one slice.
+ *   1 MB; it is parsed pod by pod as it arrives (src/kube/list-items.ts), each parse a fraction of
+ *   a millisecond between reviews, and held as its parsed pods while they are judged.
  * - maxPageBytes 4 MiB: a tenant decides how large its pods are, up to etcd's 1.5 MiB per object
  *   (--max-request-bytes) and the API server's 3 MiB per request body, and a page of 100 such pods
  *   would be 150 to 300 MB to hold and parse at once, past the container's 512 MiB and blocking
  *   reviews for a second or more. A page over 4 MiB is asked for again with half the limit
- *   (src/kube/paged-list.ts): 4 MiB is above one pod written as JSON within those limits, so a
- *   page of one fits, and above a page of 100 ordinary pods, so a cluster of ordinary pods is never
- *   asked twice; its parse blocks reviews for about 20 ms at most. A pod over it (only a protobuf
- *   write can make one, whose JSON is longer than its bytes in etcd) fails the run, which says so.
+ *   (src/kube/paged-list.ts): 4 MiB is above one pod as its author writes it within those limits
+ *   and above a page of 100 ordinary pods, so a cluster of ordinary pods is never asked twice. One
+ *   pod can be over it on the wire: the API server writes `<`, `>` and `&` as `\u003c` (six bytes
+ *   for one), so a pod of 0.8 MB full of them is 4.8 MB; it is read alone with maxItemBytes.
+ * - maxItemBytes 18 MiB + 64 KiB (defaultMaxItemBytes, src/kube/paged-list.ts): the largest one
+ *   object can be on the wire (3 MiB as written, six times that escaped). Read once per such pod,
+ *   about three times that held while it is parsed (tens of milliseconds, once a run); a pod over
+ *   even that (an API server whose limits were raised) is counted as undecided, named, and the
+ *   run goes on: one pod never keeps every other one from being reported.
  * - requestsPerSecond 5: client-go's default client rate (rest.Config QPS 5), what every
  *   controller in the cluster is held to: 500 pods a second, 50,000 pods in 100 s.
  * - sliceMs 5: a review costs well under a millisecond (bench/RESULTS.md); 5 ms of audit work
@@ -62,6 +67,7 @@ import { runAudit } from './audit-run.js';
 export interface AuditPace {
   readonly pageSize: number;
   readonly maxPageBytes: number;
+  readonly maxItemBytes: number;
   readonly requestsPerSecond: number;
   readonly sliceMs: number;
   readonly firstRunDelayMs: number;
@@ -70,6 +76,7 @@ export interface AuditPace {
 export const auditPace: AuditPace = {
   pageSize: 100,
   maxPageBytes: 4 * 1024 * 1024,
+  maxItemBytes: defaultMaxItemBytes,
   requestsPerSecond: 5,
   sliceMs: 5,
   firstRunDelayMs: 60_000,
@@ -167,7 +174,13 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
           listInPages(
             request,
             '/api/v1/pods',
-            { pageSize: pace.pageSize, maxPageBytes: pace.maxPageBytes, maxRestarts: defaultMaxRestarts, pause },
+            {
+              pageSize: pace.pageSize,
+              maxPageBytes: pace.maxPageBytes,
+              maxItemBytes: pace.maxItemBytes,
+              maxRestarts: defaultMaxRestarts,
+              pause,
+            },
             handlers,
           ),
         pacedFacts,

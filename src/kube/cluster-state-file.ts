@@ -11,6 +11,7 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
+import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node, Pod } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import type { KubeLogger } from './kube-logger.js';
@@ -140,10 +141,11 @@ export function parseClusterState(text: string, source: string, options: Cluster
         warnings.push(`${where}: ${kind} "${name}" appears again; the later one is used`);
       }
       // Checked above: an object with a non-empty string metadata.name, which is all both types
-      // require (their other fields are optional).
+      // require (their other fields are optional). Kept as the informers keep a listed one
+      // (src/api/cluster-objects.ts), so that a command decides on what the server would.
       const object = { ...value, apiVersion, kind };
-      if (kind === 'Namespace') namespaces.set(name, object as Namespace);
-      else nodes.set(name, object as Node);
+      if (kind === 'Namespace') namespaces.set(name, namespaceAsRead(object) ?? (object as Namespace));
+      else nodes.set(name, nodeAsRead(object) ?? (object as Node));
       return;
     }
     const read = options.readPods === true ? 'v1 Namespace, Node, Pod' : 'v1 Namespace, Node';

@@ -20,12 +20,31 @@
  * - ListWatch.stop() cannot abort a watch whose response headers have not arrived yet (it only
  *   holds the request handle after that), so a stop() racing a reconnect would leak an open
  *   watch; the Watch here aborts any watch that connects after stop.
+ *
+ * Memory grows with the number of objects, not with their size: the caches hold what tolerator
+ * reads of each Namespace and Node (src/api/cluster-objects.ts: names, uids, labels, the
+ * namespaces' annotations, the nodes' taints; a real Node is 19 KB of JSON, of which a few hundred
+ * bytes are kept), cut out as each object arrives, from a list page or a watch event alike. The
+ * list is read in pages (`limit` and `continue`, src/kube/paged-list.ts, as client-go's reflector
+ * pages its lists), each page item by item as it arrives, with the fields no projection keeps
+ * left unparsed (src/kube/list-items.ts), as plain JSON rather than through the typed client,
+ * which built model objects of every field of every object of one unpaged list: 5,000 Nodes were
+ * 97 MiB of JSON in one response and 780 MiB of RSS before a review was served (bench/RESULTS.md,
+ * "Memory against the size of the cluster"). The library's ListWatch is kept for
+ * what it does well (the cache, the relist on 410 Gone that reconciles deletions, the watch from
+ * the list's resourceVersion, bookmarks); its list is this paged one, and its watch events pass
+ * through the projection before ListWatch stores them. Watches ask for bookmarks
+ * (`allowWatchBookmarks`), so that a re-watch after a quiet spell resumes from a recent
+ * resourceVersion instead of one etcd has compacted, which would cost a relist of every Node.
  */
-import { CoreV1Api, ListWatch, Watch } from '@kubernetes/client-node';
+import { ListWatch, V1ListMeta, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
+import { namespaceAsRead, nodeAsRead, unreadFields } from '../api/cluster-objects.js';
 import type { Namespace, Node } from '../api/types.js';
+import { createApiRequest, describeFailure, type ApiRequest } from './api-requests.js';
 import type { KubeLogger } from './kube-logger.js';
+import { defaultMaxRestarts, listInPages } from './paged-list.js';
 
 export interface RestartBackoff {
   /** Delay ceiling of the first restart after a failure. */
@@ -78,6 +97,31 @@ export interface WatchTimeout {
  */
 const defaultWatchTimeout: Readonly<WatchTimeout> = { minSeconds: 300, graceMs: 30_000 };
 
+export interface ListPaging {
+  /** Items per page (`limit`) of each resource's list. */
+  readonly pageSize: Readonly<Record<Resource, number>>;
+  /** A page whose body is longer is asked for again with half the limit (src/kube/paged-list.ts). */
+  readonly maxPageBytes: number;
+}
+
+/**
+ * - 500 a page for both, client-go's pager default: a page is read item by item
+ *   (src/kube/list-items.ts) with a Node's status, managedFields and annotations left unparsed,
+ *   so what a page costs is its items' kept parts, not its size: 5,000 real Nodes (19 KB each,
+ *   about 10 MB a page) are 10 requests, 10,000 Namespaces 20.
+ * - maxPageBytes 64 MiB: a bound on a runaway body, not on memory (a page is never held): 500
+ *   Nodes of 128 KB, seven times a real one, before a page is asked for again in halves, down
+ *   to one object read alone with the largest bound one object can need (paged-list.ts).
+ */
+const defaultPaging: ListPaging = { pageSize: { namespaces: 500, nodes: 500 }, maxPageBytes: 64 * 1024 * 1024 };
+
+/**
+ * 5 s: a read of a Namespace or Node the cache lacks is made for a review, and the API server waits
+ * at most the webhook's timeoutSeconds (5 in deploy/) for that review's answer; a read that takes
+ * longer answers nobody, and holds the review in memory meanwhile.
+ */
+const liveReadTimeoutMs = 5_000;
+
 export interface InformerFacts extends ClusterFacts {
   /** Whether each cache has completed its first list (readiness detail for /readyz). */
   syncState(): { namespaces: boolean; nodes: boolean };
@@ -96,6 +140,8 @@ export interface StartInformersOptions {
   random?: () => number;
   /** Defaults to defaultWatchTimeout; tests pass seconds. */
   watchTimeout?: WatchTimeout;
+  /** Defaults to defaultPaging; tests pass small pages. */
+  paging?: Partial<ListPaging>;
 }
 
 /**
@@ -121,22 +167,15 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
     random: options.random ?? Math.random,
     watchTimeout: options.watchTimeout ?? defaultWatchTimeout,
   };
-  const api = options.kubeConfig.makeApiClient(CoreV1Api);
+  const paging: ListPaging = { ...defaultPaging, ...options.paging };
+  const request = createApiRequest(options.kubeConfig);
+  const liveRequest = createApiRequest(options.kubeConfig, { timeoutMs: liveReadTimeoutMs });
 
-  const namespaces = new ResourceInformer('namespaces', '/api/v1/namespaces', shared, async () => {
-    const list = await api.listNamespace();
-    return { metadata: list.metadata, items: list.items.map((item) => toWire(item)) };
-  });
-  const nodes = new ResourceInformer('nodes', '/api/v1/nodes', shared, async () => {
-    const list = await api.listNode();
-    return { metadata: list.metadata, items: list.items.map((item) => toWire(item)) };
-  });
+  const namespaces = new ResourceInformer('namespaces', shared, () => listAsRead(request, 'namespaces', paging));
+  const nodes = new ResourceInformer('nodes', shared, () => listAsRead(request, 'nodes', paging));
 
-  const readNamespace = liveReader<Namespace>(
-    'Namespace',
-    async (name) => toWire(await api.readNamespace({ name })) as unknown as Namespace,
-  );
-  const readNode = liveReader<Node>('Node', async (name) => toWire(await api.readNode({ name })) as unknown as Node);
+  const readNamespace = liveReader<Namespace>('Namespace', liveRequest, 'namespaces');
+  const readNode = liveReader<Node>('Node', liveRequest, 'nodes');
 
   namespaces.start();
   nodes.start();
@@ -162,22 +201,70 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
   };
 }
 
+type Resource = 'namespaces' | 'nodes';
+
+/** What is kept of an object of `resource` (src/api/cluster-objects.ts). */
+function asRead(resource: Resource, object: unknown): KubernetesObject | undefined {
+  return (resource === 'namespaces' ? namespaceAsRead(object) : nodeAsRead(object)) as KubernetesObject | undefined;
+}
+
 /**
- * A live GET for an object the cache lacks, with concurrent calls for the same name sharing one
- * request (a burst of pods naming the same new node costs the API server one read). 404 →
- * undefined; any other failure rejects with the kind, the name and the HTTP status.
+ * Every object of `resource`, listed in pages and cut down as each page arrives: only one page is
+ * ever held whole. The list's resourceVersion (every page carries the first page's) is where the
+ * watch starts. An object without a name (which the API server never sends) is left out.
  */
-function liveReader<T>(kind: 'Namespace' | 'Node', read: (name: string) => Promise<T>): (name: string) => Promise<T | undefined> {
+async function listAsRead(request: ApiRequest, resource: Resource, paging: ListPaging): Promise<KubernetesListObject<KubernetesObject>> {
+  let items: KubernetesObject[] = [];
+  let resourceVersion = '';
+  await listInPages(
+    request,
+    `/api/v1/${resource}`,
+    {
+      pageSize: paging.pageSize[resource],
+      maxPageBytes: paging.maxPageBytes,
+      maxRestarts: defaultMaxRestarts,
+      keep: (object) => asRead(resource, object),
+      skipInItems: unreadFields[resource],
+      // client-go's reflector does not pace its pages either: the list is what the cache waits for.
+      pause: () => Promise.resolve(),
+    },
+    {
+      onPage: (page, list) => {
+        for (const object of page) items.push(object as KubernetesObject);
+        resourceVersion = list.resourceVersion ?? resourceVersion;
+      },
+      onRestart: () => {
+        items = [];
+      },
+    },
+  );
+  const metadata = new V1ListMeta();
+  metadata.resourceVersion = resourceVersion;
+  return { metadata, items };
+}
+
+/**
+ * A live GET for an object the cache lacks, cut down as a cached one is, with concurrent calls for
+ * the same name sharing one request (a burst of pods naming the same new node costs the API server
+ * one read). 404 → undefined; any other failure rejects with the kind, the name and the HTTP
+ * status.
+ */
+function liveReader<T>(kind: 'Namespace' | 'Node', request: ApiRequest, resource: Resource): (name: string) => Promise<T | undefined> {
   const pending = new Map<string, Promise<T | undefined>>();
   const readOnce = async (name: string): Promise<T | undefined> => {
+    let detail: string;
     try {
-      return await read(name);
+      const response = await request('GET', `/api/v1/${resource}/${encodeURIComponent(name)}`);
+      if (response.status === 404) return undefined;
+      const kept = response.status === 200 ? asRead(resource, response.body) : undefined;
+      if (kept !== undefined) return kept as unknown as T;
+      detail = response.status === 200 ? 'the response is not a named object' : describeFailure(response);
     } catch (error) {
-      const status = httpStatusOf(error);
-      if (status === 404) return undefined;
-      const detail = status !== undefined ? `HTTP ${status}` : error instanceof Error ? error.message : String(error);
-      throw new Error(`reading ${kind} "${name}" from the API server failed: ${detail}`, { cause: error });
+      throw new Error(`reading ${kind} "${name}" from the API server failed: ${error instanceof Error ? error.message : String(error)}`, {
+        cause: error,
+      });
     }
+    throw new Error(`reading ${kind} "${name}" from the API server failed: ${detail}`);
   };
   return (name) => {
     let read = pending.get(name);
@@ -200,7 +287,7 @@ interface SharedSettings {
 
 type ListFn = () => Promise<KubernetesListObject<KubernetesObject>>;
 
-/** One ListWatch with its restart loop. The cache holds wire JSON (see toWire). */
+/** One ListWatch with its restart loop. The cache holds what is read of each object, in wire JSON. */
 class ResourceInformer {
   synced = false;
   restarts = 0;
@@ -210,19 +297,24 @@ class ResourceInformer {
   private restartTimer: NodeJS.Timeout | undefined;
   private readonly watch: DeadlineWatch;
   private readonly informer: ListWatch<KubernetesObject>;
+  /** list()'s answer until the cache changes: a review that reads every node does not copy 5,000 of them. */
+  private listed: readonly KubernetesObject[] | undefined;
 
   constructor(
-    private readonly resource: 'namespaces' | 'nodes',
-    path: string,
+    private readonly resource: Resource,
     private readonly settings: SharedSettings,
     list: ListFn,
   ) {
-    this.watch = new DeadlineWatch(settings.kubeConfig, settings.watchTimeout, settings.random);
+    this.watch = new DeadlineWatch(settings.kubeConfig, settings.watchTimeout, settings.random, (object) => asRead(resource, object));
     // makeInformer(kc, path, listFn) is `new ListWatch(path, new Watch(kc), listFn, false)`;
     // built by hand to pass the Watch above.
-    this.informer = new ListWatch(path, this.watch, () => this.listOnce(list), false);
+    this.informer = new ListWatch(`/api/v1/${resource}`, this.watch, () => this.listOnce(list), false);
     this.informer.on('error', (error: unknown) => {
       this.onFailure(error);
+    });
+    // 'change' is add, update and delete, whether from the watch or from a relist's reconciliation.
+    this.informer.on('change', () => {
+      this.listed = undefined;
     });
   }
 
@@ -237,7 +329,8 @@ class ResourceInformer {
   }
 
   list(): readonly KubernetesObject[] {
-    return this.informer.list();
+    this.listed ??= this.informer.list();
+    return this.listed;
   }
 
   async stop(): Promise<void> {
@@ -290,8 +383,9 @@ class ResourceInformer {
 }
 
 /**
- * client-node's Watch plus a deadline for every watch (see the module comment) and a stop()
- * that also aborts a watch still connecting.
+ * client-node's Watch plus a deadline for every watch (see the module comment), bookmarks, the
+ * projection of every object an event carries before ListWatch stores it, and a stop() that also
+ * aborts a watch still connecting.
  */
 class DeadlineWatch extends Watch {
   private stopped = false;
@@ -301,6 +395,7 @@ class DeadlineWatch extends Watch {
     config: KubeConfig,
     private readonly timeout: WatchTimeout,
     private readonly random: () => number,
+    private readonly keep: (object: unknown) => KubernetesObject | undefined,
   ) {
     super(config);
   }
@@ -308,9 +403,20 @@ class DeadlineWatch extends Watch {
   override async watch(...args: Parameters<Watch['watch']>): Promise<AbortController> {
     const [path, queryParams, callback, done] = args;
     const timeoutSeconds = Math.floor(this.timeout.minSeconds * (1 + this.random()));
+    // ADDED, MODIFIED and DELETED carry an object, which is cut down here; BOOKMARK (a
+    // resourceVersion only) and ERROR (a Status) pass as they are.
+    const keepObjects = (phase: string, object: unknown, event: unknown): void => {
+      if (phase !== 'ADDED' && phase !== 'MODIFIED' && phase !== 'DELETED') {
+        callback(phase, object, event);
+        return;
+      }
+      const kept = this.keep(object);
+      if (kept !== undefined) callback(phase, kept, { type: phase, object: kept });
+    };
     // Written from the done callback, which can run before super.watch returns.
     const state: { finished: boolean; controller?: AbortController; deadline?: NodeJS.Timeout } = { finished: false };
-    const controller = await super.watch(path, { ...queryParams, timeoutSeconds }, callback, (error: unknown) => {
+    const query = { ...queryParams, timeoutSeconds, allowWatchBookmarks: true };
+    const controller = await super.watch(path, query, keepObjects, (error: unknown) => {
       state.finished = true;
       clearTimeout(state.deadline);
       if (state.controller !== undefined) this.open.delete(state.controller);
@@ -338,26 +444,4 @@ class DeadlineWatch extends Watch {
     for (const controller of this.open) controller.abort();
     this.open.clear();
   }
-}
-
-/**
- * The typed client deserialises list and get responses into model classes (timestamps become
- * Date objects), while watch events arrive as parsed JSON; a JSON round trip gives every cached
- * object the wire form the admission pipeline (and CEL's `namespaceObject`) expects, whichever
- * way it came in (Date.toJSON writes the RFC 3339 form, with milliseconds). client-node's own
- * ObjectSerializer would do the same but is not exported from the package. Two caveats, harmless
- * for what tolerator reads (metadata and Node spec.taints): the models drop fields unknown to
- * client-node 1.4, and they rename fields that are reserved words (`_continue`), none of which
- * occur in Namespace or Node.
- */
-function toWire(object: object): KubernetesObject {
-  return JSON.parse(JSON.stringify(object)) as KubernetesObject;
-}
-
-/** The HTTP status of a failed client-node call: ApiException.code, or statusCode on Watch errors. */
-function httpStatusOf(error: unknown): number | undefined {
-  if (typeof error !== 'object' || error === null) return undefined;
-  const { code, statusCode } = error as { code?: unknown; statusCode?: unknown };
-  if (typeof code === 'number') return code;
-  return typeof statusCode === 'number' ? statusCode : undefined;
 }

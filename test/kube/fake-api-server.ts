@@ -14,6 +14,13 @@
  * Like the apiserver's watch cache, it keeps a log of events so that a watch from resourceVersion
  * N replays every event after N; `compact` forgets the log, after which a watch from an older
  * version is answered 410 Gone, as the real server does once etcd has compacted that revision.
+ * Namespaces and Nodes are listed in pages too when the client sends `limit` (in name order, each
+ * page with the first page's resourceVersion, as a paged list from etcd), and a watch that asks
+ * for bookmarks (`allowWatchBookmarks=true`) gets a BOOKMARK event whenever `bookmark` is called.
+ *
+ * Every JSON body is written as kube-apiserver's encoder writes it: Go's encoding/json escapes
+ * `<`, `>`, `&`, U+2028 and U+2029 inside strings as `\u003c` and so on (six bytes for one), so a
+ * pod full of them is up to six times longer on the wire than the JSON its author sent.
  */
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
@@ -48,6 +55,13 @@ export interface RecordedRequest {
   name?: string;
   resourceVersion?: string;
   timeoutSeconds?: string;
+  /** A list's `limit` and `continue`, as sent. */
+  limit?: string;
+  continue?: string;
+  /** A watch's `allowWatchBookmarks`, as sent. */
+  allowWatchBookmarks?: string;
+  /** The length of a list's body as written, in bytes. */
+  bytes?: number;
 }
 
 interface ResourceState {
@@ -63,6 +77,10 @@ interface ResourceState {
   /** While set, get requests are answered with this HTTP status. */
   refuseGetsWith: number | undefined;
   goneMode: GoneMode;
+  /** The open watches that asked for bookmarks. */
+  bookmarkWatches: Set<ServerResponse>;
+  /** The next this many list requests that carry a continue token are answered 410 Gone. */
+  expireListContinues: number;
 }
 
 const kindOf: Record<Resource, { kind: string; listKind: string }> = {
@@ -145,6 +163,8 @@ export class FakeApiServer {
       refuseWatchesWith: undefined,
       refuseGetsWith: undefined,
       goneMode: 'watch-error-event',
+      bookmarkWatches: new Set(),
+      expireListContinues: 0,
     };
   }
 
@@ -226,6 +246,25 @@ export class FakeApiServer {
     state.openWatches.clear();
   }
 
+  /**
+   * Sends a BOOKMARK event carrying the current resourceVersion to every open watch of `resource`
+   * that asked for bookmarks, as the watch cache does about once a minute: the client learns how
+   * far the resource's history has gone even when none of its objects changed.
+   */
+  bookmark(resource: Resource): void {
+    const state = this.state[resource];
+    const line = `${goJson({
+      type: 'BOOKMARK',
+      object: { kind: kindOf[resource].kind, apiVersion: 'v1', metadata: { resourceVersion: String(this.resourceVersion) } },
+    })}\n`;
+    for (const res of state.bookmarkWatches) res.write(line);
+  }
+
+  /** The next `count` list requests of `resource` that carry a continue token are answered 410 Gone. */
+  expireListContinueTokens(resource: Resource, count: number): void {
+    this.state[resource].expireListContinues = count;
+  }
+
   /** Cuts the TCP connections of the open watches mid-stream, as a network failure would. */
   dropWatches(resource: Resource): void {
     const state = this.state[resource];
@@ -286,7 +325,10 @@ export class FakeApiServer {
   }
 
   async close(): Promise<void> {
-    for (const state of Object.values(this.state)) state.openWatches.clear();
+    for (const state of Object.values(this.state)) {
+      state.openWatches.clear();
+      state.bookmarkWatches.clear();
+    }
     for (const socket of this.sockets) socket.destroy();
     await new Promise<void>((resolve, reject) => {
       this.server.close((error) => {
@@ -348,7 +390,7 @@ export class FakeApiServer {
     const page = sorted.slice(low, low + size);
     const last = page[page.length - 1];
     const more = low + size < sorted.length && last !== undefined;
-    const body = JSON.stringify({
+    const body = goJson({
       apiVersion: 'v1',
       kind: 'PodList',
       metadata: {
@@ -375,7 +417,7 @@ export class FakeApiServer {
       res.write(body.slice(0, Math.floor(body.length / 2)), () => res.socket?.destroy());
       return;
     }
-    sendJson(res, 200, JSON.parse(body));
+    sendJsonText(res, 200, body);
   }
 
   private async handleReports(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
@@ -552,14 +594,17 @@ export class FakeApiServer {
     const state = this.state[resource];
     const isWatch = url.searchParams.get('watch') === 'true';
     const resourceVersion = url.searchParams.get('resourceVersion') ?? undefined;
-    const timeoutSeconds = url.searchParams.get('timeoutSeconds') ?? undefined;
-    this.requests.push({
+    const recorded: RecordedRequest = {
       resource,
       verb: name !== undefined ? 'get' : isWatch ? 'watch' : 'list',
       ...(name !== undefined ? { name } : {}),
       ...(resourceVersion !== undefined ? { resourceVersion } : {}),
-      ...(timeoutSeconds !== undefined ? { timeoutSeconds } : {}),
-    });
+    };
+    for (const key of ['timeoutSeconds', 'limit', 'continue', 'allowWatchBookmarks'] as const) {
+      const value = url.searchParams.get(key);
+      if (value !== null) recorded[key] = value;
+    }
+    this.requests.push(recorded);
 
     if (name !== undefined) {
       if (state.refuseGetsWith !== undefined) {
@@ -577,12 +622,7 @@ export class FakeApiServer {
 
     if (!isWatch) {
       if (state.listGate !== undefined) await state.listGate;
-      sendJson(res, 200, {
-        apiVersion: 'v1',
-        kind: kindOf[resource].listKind,
-        metadata: { resourceVersion: String(this.resourceVersion) },
-        items: [...state.objects.values()],
-      });
+      this.listObjects(resource, url, res, recorded);
       return;
     }
 
@@ -607,7 +647,50 @@ export class FakeApiServer {
       if (event.resourceVersion > from) res.write(watchLine(event));
     }
     state.openWatches.add(res);
-    res.on('close', () => state.openWatches.delete(res));
+    if (url.searchParams.get('allowWatchBookmarks') === 'true') state.bookmarkWatches.add(res);
+    res.on('close', () => {
+      state.openWatches.delete(res);
+      state.bookmarkWatches.delete(res);
+    });
+  }
+
+  /**
+   * A list of Namespaces or Nodes: whole without `limit`; with it, in name order from after the
+   * continue token's name, each page carrying the resourceVersion of the list's first page and a
+   * continue token while objects remain (a continue token is only valid for the list it came from).
+   */
+  private listObjects(resource: Resource, url: URL, res: ServerResponse, recorded: RecordedRequest): void {
+    const state = this.state[resource];
+    const limit = url.searchParams.get('limit');
+    const token = url.searchParams.get('continue');
+    if (token !== null && state.expireListContinues > 0) {
+      state.expireListContinues -= 1;
+      sendJson(res, 410, status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result.'));
+      return;
+    }
+    const from: ContinueToken =
+      token === null
+        ? { rv: this.resourceVersion, after: '' }
+        : (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as ContinueToken);
+    let objects = [...state.objects.values()];
+    let next: string | undefined;
+    if (limit !== null) {
+      const names = [...state.objects.keys()].filter((key) => key > from.after).sort();
+      const page = names.slice(0, Number(limit));
+      const last = page[page.length - 1];
+      if (names.length > page.length && last !== undefined) {
+        next = Buffer.from(JSON.stringify({ rv: from.rv, after: last } satisfies ContinueToken)).toString('base64');
+      }
+      objects = page.flatMap((key) => state.objects.get(key) ?? []);
+    }
+    const text = goJson({
+      apiVersion: 'v1',
+      kind: kindOf[resource].listKind,
+      metadata: { resourceVersion: String(from.rv), ...(next === undefined ? {} : { continue: next }) },
+      items: objects,
+    });
+    recorded.bytes = Buffer.byteLength(text);
+    sendJsonText(res, 200, text);
   }
 }
 
@@ -619,7 +702,16 @@ interface ContinueToken {
 }
 
 function watchLine(event: WatchEvent): string {
-  return `${JSON.stringify({ type: event.type, object: event.object })}\n`;
+  return `${goJson({ type: event.type, object: event.object })}\n`;
+}
+
+/**
+ * JSON as Go's encoding/json writes it (json.Marshal, HTMLEscape on): `<`, `>` and `&` as
+ * `\u003c`, `\u003e`, `\u0026`, and U+2028, U+2029 as `\u2028`, `\u2029`. They only ever occur
+ * inside strings, so replacing them in JSON.stringify's text escapes exactly those.
+ */
+export function goJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 function status(code: number, reason: string, message: string): object {
@@ -636,7 +728,10 @@ function sendText(res: ServerResponse, code: number, text: string): void {
 }
 
 function sendJson(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  sendJsonText(res, code, goJson(body));
+}
+
+function sendJsonText(res: ServerResponse, code: number, text: string): void {
   res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -88,12 +88,12 @@ describe('startInformers', () => {
     assert.equal(fake.count({ verb: 'get' }), 0, 'a cached namespace is not read from the API');
   });
 
-  it('keeps list items in wire form: timestamps stay strings, as in watch events', async (t) => {
+  it('keeps list items in wire form: timestamps stay the strings the API server wrote, as in watch events', async (t) => {
     const { facts } = await setup(t);
     await synced(facts);
 
     const namespace = await facts.getNamespace('team-a');
-    assert.equal(namespace?.metadata.creationTimestamp, '2025-06-01T12:00:00.000Z');
+    assert.equal(namespace?.metadata.creationTimestamp, '2025-06-01T12:00:00Z');
   });
 
   it('is not synced before both first lists have completed', async (t) => {
@@ -251,7 +251,7 @@ describe('startInformers', () => {
 
     fake.refuseGets('namespaces', 500);
     await assert.rejects(facts.getNamespace('unknown'), {
-      message: 'reading Namespace "unknown" from the API server failed: HTTP 500',
+      message: 'reading Namespace "unknown" from the API server failed: HTTP 500: get refused by test',
     });
   });
 
@@ -290,7 +290,7 @@ describe('startInformers', () => {
 
     fake.refuseGets('nodes', 503);
     await assert.rejects(facts.readNode('node-9'), {
-      message: 'reading Node "node-9" from the API server failed: HTTP 503',
+      message: 'reading Node "node-9" from the API server failed: HTTP 503: get refused by test',
     });
   });
 
