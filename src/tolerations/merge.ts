@@ -91,16 +91,17 @@ export function mergeTolerations(first: readonly Toleration[], second: readonly 
   const table = new FactsTable();
   const facts = all.map((t) => table.of(t));
   const laterSuperset = laterNonIdenticalSupersets(facts, table);
-  const kept = new SupersetIndex();
+  const kept = new SupersetIndex(table.distinct);
   const merged: Toleration[] = [];
-  all.forEach((t, i) => {
+  for (let i = 0; i < all.length; i++) {
     const own = facts[i];
-    if (own === undefined || kept.coversSome(own, table) || laterSuperset[i] === true) {
-      return;
+    const t = all[i];
+    if (own === undefined || t === undefined || kept.coversSome(own, table) || laterSuperset[i] === 1) {
+      continue;
     }
     merged.push(t);
     kept.add(own);
-  });
+  }
   return merged;
 }
 
@@ -114,11 +115,13 @@ export function verifyAgainstWhitelist(tolerations: readonly Toleration[], white
     return true;
   }
   const table = new FactsTable();
-  const index = new SupersetIndex();
-  for (const entry of whitelist) {
-    index.add(table.of(entry));
+  const entries = whitelist.map((entry) => table.of(entry));
+  const candidates = tolerations.map((t) => table.of(t));
+  const index = new SupersetIndex(table.distinct);
+  for (const entry of entries) {
+    index.add(entry);
   }
-  return tolerations.every((t) => index.coversSome(table.of(t), table));
+  return candidates.every((t) => index.coversSome(t, table));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -134,8 +137,14 @@ export function verifyAgainstWhitelist(tolerations: readonly Toleration[], white
 // (class, key, value for `""`/`Equal`, effect), every member of a bucket answers "superset of t?"
 // alike except for the NoExecute bound, and t has at most six buckets to ask.
 
-/** What the merge keeps of one toleration while it works: strings named by numbers (FactsTable). */
+/**
+ * What the merge keeps of one toleration while it works: strings named by numbers (FactsTable).
+ * One per distinct toleration: identical ones share it, so a pod of a million copies of one
+ * toleration (3 MiB of `{}`) holds one, where a Facts each held 150 MB (bench/RESULTS.md).
+ */
 interface Facts {
+  /** Its number among the distinct tolerations, from 0: an index into per-merge counters. */
+  readonly n: number;
   readonly key: number;
   readonly value: number;
   readonly effect: number;
@@ -152,6 +161,14 @@ interface Facts {
    * (only an `Equal` asks the `""`/`Equal` bucket) and for every other operator (filed nowhere).
    */
   readonly copiesAreCandidates: boolean;
+  /** Its candidate buckets (FactsTable.someCandidate), worked out the first time they are asked for. */
+  candidates?: readonly Candidate[];
+}
+
+/** A bucket that may hold non-identical supersets, and whether its members' tolerationSeconds bound what they cover. */
+interface Candidate {
+  readonly bucket: string;
+  readonly bounded: boolean;
 }
 
 /**
@@ -161,6 +178,8 @@ interface Facts {
  */
 class FactsTable {
   private readonly ids = new Map<string, number>();
+  /** The distinct tolerations seen, by identity. */
+  private readonly byIdentity = new Map<string, Facts>();
   /** The empty string's id: the wildcard key's and the empty effect's. */
   private readonly empty = this.id('');
   /**
@@ -178,12 +197,23 @@ class FactsTable {
     return id;
   }
 
+  /** How many distinct tolerations `of` has seen: every Facts' `n` is below it. */
+  get distinct(): number {
+    return this.byIdentity.size;
+  }
+
+  /** The Facts of `t`: the same object for identical tolerations. */
   of(t: Toleration): Facts {
     const operator = t.operator ?? '';
     const key = this.id(t.key ?? '');
     const value = this.id(t.value ?? '');
     const effect = this.id(t.effect ?? '');
     const seconds = secondsOf(t);
+    const identity = `${key}:${this.id(operator)}:${value}:${effect}:${seconds ?? 'nil'}`;
+    const known = this.byIdentity.get(identity);
+    if (known !== undefined) {
+      return known;
+    }
     let bucket: string | undefined;
     if (operator === 'Exists') {
       bucket = `a${key}:${effect}`;
@@ -191,58 +221,68 @@ class FactsTable {
     } else if (operator === '' || operator === 'Equal') {
       bucket = `e${key}:${value}:${effect}`;
     }
-    return {
+    const facts: Facts = {
+      n: this.byIdentity.size,
       key,
       value,
       effect,
       operator,
       noExecute: t.effect === 'NoExecute',
       seconds,
-      identity: `${key}:${this.id(operator)}:${value}:${effect}:${seconds ?? 'nil'}`,
+      identity,
       bucket,
       copiesAreCandidates: operator === 'Exists' || operator === 'Equal',
     };
+    this.byIdentity.set(identity, facts);
+    return facts;
   }
 
   /**
    * Visits each bucket that holds non-identical supersets of a toleration, once, with whether it
    * is a NoExecute bucket (its members' tolerationSeconds bound what they cover, isSuperset step
-   * 4), until `visit` answers true. A callback rather than a list: this runs twice per toleration,
-   * and the lists were most of what the merge allocated.
+   * 4), until `visit` answers true. Only after every toleration's Facts is made (which Exists keys
+   * there are decides the list), so the list is worked out once per distinct toleration.
    */
   someCandidate(facts: Facts, visit: (bucket: string, bounded: boolean) => boolean): boolean {
-    // The toleration's own effect, then the empty one (whose id, the empty string's, is also the
-    // wildcard key's); an empty effect is asked once.
-    return (
-      this.someCandidateOfEffect(facts, facts.effect, facts.noExecute, visit) ||
-      (facts.effect !== this.empty && this.someCandidateOfEffect(facts, this.empty, false, visit))
-    );
+    facts.candidates ??= this.candidatesOf(facts);
+    for (const { bucket, bounded } of facts.candidates) {
+      if (visit(bucket, bounded)) return true;
+    }
+    return false;
   }
 
-  private someCandidateOfEffect(
-    facts: Facts,
-    effect: number,
-    bounded: boolean,
-    visit: (bucket: string, bounded: boolean) => boolean,
-  ): boolean {
+  private candidatesOf(facts: Facts): Candidate[] {
+    const candidates: Candidate[] = [];
+    // The toleration's own effect, then the empty one (whose id, the empty string's, is also the
+    // wildcard key's); an empty effect is asked once.
+    this.candidatesOfEffect(facts, facts.effect, facts.noExecute, candidates);
+    if (facts.effect !== this.empty) this.candidatesOfEffect(facts, this.empty, false, candidates);
+    return candidates;
+  }
+
+  private candidatesOfEffect(facts: Facts, effect: number, bounded: boolean, out: Candidate[]): void {
     const { key } = facts;
-    return (
-      (this.existsKeys.has(key) && visit(`a${key}:${effect}`, bounded)) ||
-      // For the empty key, (b) is the bucket just visited.
-      (key !== this.empty && this.existsKeys.has(this.empty) && visit(`a${this.empty}:${effect}`, bounded)) ||
-      (facts.operator === 'Equal' && visit(`e${key}:${facts.value}:${effect}`, bounded))
-    );
+    if (this.existsKeys.has(key)) out.push({ bucket: `a${key}:${effect}`, bounded });
+    // For the empty key, (b) is the bucket just listed.
+    if (key !== this.empty && this.existsKeys.has(this.empty)) out.push({ bucket: `a${this.empty}:${effect}`, bounded });
+    if (facts.operator === 'Equal') out.push({ bucket: `e${key}:${facts.value}:${effect}`, bounded });
   }
 }
 
 /** A set of tolerations that answers "is one of you a superset of t?" in O(1). */
 class SupersetIndex {
-  private readonly identities = new Set<string>();
+  /** Per distinct toleration (Facts.n): 1 once one is in the set. */
+  private readonly identities: Uint8Array;
   /** Per bucket: whether a member has no tolerationSeconds, and the largest one set. */
   private readonly buckets = new Map<string, { unbounded: boolean; maxSeconds: number }>();
 
+  /** `distinct`: the FactsTable's count, above every Facts' number that will be added or asked about. */
+  constructor(distinct: number) {
+    this.identities = new Uint8Array(distinct);
+  }
+
   add(facts: Facts): void {
-    this.identities.add(facts.identity);
+    this.identities[facts.n] = 1;
     if (facts.bucket === undefined) {
       return;
     }
@@ -259,7 +299,7 @@ class SupersetIndex {
   }
 
   coversSome(facts: Facts, table: FactsTable): boolean {
-    if (this.identities.has(facts.identity)) {
+    if (this.identities[facts.n] === 1) {
       return true;
     }
     const seconds = facts.seconds;
@@ -293,7 +333,7 @@ interface LaterMembers {
  * so "how many later members cover t" is a few O(log n) look-ups; identical copies of t, which
  * always cover it, are counted separately and taken off.
  */
-function laterNonIdenticalSupersets(all: readonly Facts[], table: FactsTable): boolean[] {
+function laterNonIdenticalSupersets(all: readonly Facts[], table: FactsTable): Uint8Array {
   const buckets = new Map<string, LaterMembers>();
   // First pass: each toleration's bucket, and the tolerationSeconds each bucket will ever hold
   // (the domain of its Fenwick tree; only a NoExecute bucket's are ever asked about).
@@ -318,9 +358,11 @@ function laterNonIdenticalSupersets(all: readonly Facts[], table: FactsTable): b
       seconds.tree = new Array<number>(seconds.values.length + 1).fill(0);
     }
   }
-  const laterIdentical = new Map<string, number>();
+  /** Per distinct toleration (Facts.n): how many copies come after position i. */
+  const laterIdentical = new Uint32Array(table.distinct);
 
-  const answers = new Array<boolean>(all.length).fill(false);
+  /** 1 where a later non-identical toleration is a superset. */
+  const answers = new Uint8Array(all.length);
   for (let i = all.length - 1; i >= 0; i--) {
     const facts = all[i];
     if (facts === undefined) {
@@ -344,13 +386,13 @@ function laterNonIdenticalSupersets(all: readonly Facts[], table: FactsTable): b
       }
       return false;
     });
-    const identical = laterIdentical.get(facts.identity) ?? 0;
+    const identical = laterIdentical[facts.n] ?? 0;
     if (facts.copiesAreCandidates) {
       covering -= identical;
     }
-    answers[i] = covering > 0;
+    answers[i] = covering > 0 ? 1 : 0;
 
-    laterIdentical.set(facts.identity, identical + 1);
+    laterIdentical[facts.n] = identical + 1;
     const members = bucketAt[i];
     if (members !== undefined) {
       members.count++;
