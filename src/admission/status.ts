@@ -58,10 +58,13 @@ export function denialStatus(denial: Denial): DenialStatus {
   }
   // schema.GroupKind.String(): `Kind` for the core group, `Kind.group` otherwise.
   const qualifiedKind = denial.group === '' ? denial.kind : `${denial.kind}.${denial.group}`;
+  // Past maxFieldErrors the rest are only counted (src/validation/field-errors.ts); upstream lists all.
+  const omitted = denial.omittedErrors ?? 0;
+  const more = omitted > 0 ? ` (and ${omitted} more field errors, not listed)` : '';
   const message =
     denial.errors.length === 0
-      ? `${qualifiedKind} ${goQuote(denial.name)} is invalid`
-      : `${qualifiedKind} ${goQuote(denial.name)} is invalid: ${aggregateMessage(denial.errors)}`;
+      ? `${qualifiedKind} ${goQuote(denial.name)} is invalid${more}`
+      : `${qualifiedKind} ${goQuote(denial.name)} is invalid: ${aggregateMessage(denial.errors)}${more}`;
   return {
     metadata: {},
     status: 'Failure',

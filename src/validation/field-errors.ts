@@ -40,6 +40,39 @@ export interface FieldError {
   readonly detail: string;
 }
 
+/**
+ * How many field errors a list keeps; the rest are counted. Upstream keeps every one, and a 3 MiB
+ * pod of a million empty tolerations has a million: building them took 70 s and 2 GB of heap, for
+ * a denial of 350 MB (bench/RESULTS.md). Each rendered error is at least about 64 bytes (the
+ * shortest, `spec.tolerations[0].effect: Unsupported value: …`, with its cause beside it in
+ * `details.causes`), so 1,000 already fill 64 KiB: more could not be shown in a bounded denial.
+ */
+export const maxFieldErrors = 1_000;
+
+/**
+ * field.ErrorList, bounded: the first `limit` errors in upstream's order, and how many more there
+ * were. `add` takes a function, so an error past the limit is counted without being built.
+ */
+export class FieldErrorList {
+  readonly errors: FieldError[] = [];
+  /** Errors found past the limit, not kept. */
+  omitted = 0;
+
+  constructor(readonly limit: number = maxFieldErrors) {}
+
+  add(make: () => FieldError): void {
+    if (this.errors.length < this.limit) {
+      this.errors.push(make());
+    } else {
+      this.omitted++;
+    }
+  }
+
+  get empty(): boolean {
+    return this.errors.length === 0 && this.omitted === 0;
+  }
+}
+
 export function invalid(field: string, badValue: unknown, detail: string): FieldError {
   return { type: 'FieldValueInvalid', field, badValue, detail };
 }
