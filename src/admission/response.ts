@@ -36,16 +36,28 @@ export interface AdmissionReviewResponse {
  * keeps the object as it was, and a patch of `[]` would only cost a decode.
  */
 export function buildAdmissionResponse(apiVersion: string, uid: string, decision: AdmissionDecision): AdmissionReviewResponse {
-  const hasPatch = decision.allowed && decision.patch !== undefined && decision.patch.length > 0;
-  const response: AdmissionResponse = {
-    uid,
-    allowed: decision.allowed,
-    ...(decision.allowed || decision.status === undefined ? {} : { status: decision.status }),
-    ...(hasPatch ? { patchType: 'JSONPatch' as const, patch: Buffer.from(JSON.stringify(decision.patch)).toString('base64') } : {}),
-    ...(decision.warnings !== undefined && decision.warnings.length > 0 ? { warnings: decision.warnings } : {}),
-    ...(decision.auditAnnotations !== undefined && Object.keys(decision.auditAnnotations).length > 0
-      ? { auditAnnotations: decision.auditAnnotations }
-      : {}),
-  };
+  // Built field by field rather than by spreading optional parts: it runs for every review, and
+  // the spreads were most of its cost. The field order is the wire order.
+  const response: { -readonly [K in keyof AdmissionResponse]: AdmissionResponse[K] } = { uid, allowed: decision.allowed };
+  if (!decision.allowed && decision.status !== undefined) {
+    response.status = decision.status;
+  }
+  if (decision.allowed && decision.patch !== undefined && decision.patch.length > 0) {
+    response.patchType = 'JSONPatch';
+    response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+  }
+  if (decision.warnings !== undefined && decision.warnings.length > 0) {
+    response.warnings = decision.warnings;
+  }
+  if (decision.auditAnnotations !== undefined && hasKeys(decision.auditAnnotations)) {
+    response.auditAnnotations = decision.auditAnnotations;
+  }
   return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+function hasKeys(record: Readonly<Record<string, string>>): boolean {
+  for (const key in record) {
+    if (Object.hasOwn(record, key)) return true;
+  }
+  return false;
 }

@@ -88,6 +88,38 @@ export function isSuperset(ss: Toleration, t: Toleration): boolean {
  */
 export function mergeTolerations(first: readonly Toleration[], second: readonly Toleration[]): Toleration[] {
   const all = [...first, ...second];
+  return all.length <= pairwiseUpTo ? mergePairwise(all) : mergeIndexed(all);
+}
+
+/**
+ * Up to this many tolerations in all, the merge compares pairs, as upstream does: at most
+ * 2 × 32² = 2,048 isSuperset calls (about 20 µs), and for the few tolerations of an ordinary pod
+ * 4 to 10 times cheaper than building the index (0.2 µs against 1.9 µs for three, 5.6 against
+ * 19.7 µs for 33, measured in bench/); the merge ran on most reviews and was a twentieth of their
+ * CPU time. Above it the index keeps the cost O(n log n).
+ */
+const pairwiseUpTo = 32;
+
+/** Upstream's MergeTolerations, pair by pair, on `first ++ second`. */
+function mergePairwise(all: readonly Toleration[]): Toleration[] {
+  const merged: Toleration[] = [];
+  next: for (let i = 0; i < all.length; i++) {
+    const t = all[i];
+    if (t === undefined) continue;
+    for (const kept of merged) {
+      if (isSuperset(kept, t)) continue next;
+    }
+    for (let j = i + 1; j < all.length; j++) {
+      const later = all[j];
+      if (later !== undefined && !deepEqualTolerations(t, later) && isSuperset(later, t)) continue next;
+    }
+    merged.push(t);
+  }
+  return merged;
+}
+
+/** The indexed merge on `first ++ second`; exported so that tests compare it with upstream's on lists of any size. */
+export function mergeIndexed(all: readonly Toleration[]): Toleration[] {
   const table = new FactsTable();
   const facts = all.map((t) => table.of(t));
   const laterSuperset = laterNonIdenticalSupersets(facts, table);
@@ -111,6 +143,18 @@ export function mergeTolerations(first: readonly Toleration[], second: readonly 
  * O(n + m) rather than comparing every toleration with every entry.
  */
 export function verifyAgainstWhitelist(tolerations: readonly Toleration[], whitelist: readonly Toleration[]): boolean {
+  if (whitelist.length === 0 || tolerations.length === 0) {
+    return true;
+  }
+  // As the merge: pair by pair while there are at most as many pairs as its pairwise merge compares.
+  if (tolerations.length * whitelist.length <= pairwiseUpTo * pairwiseUpTo) {
+    return tolerations.every((t) => whitelist.some((entry) => isSuperset(entry, t)));
+  }
+  return verifyIndexed(tolerations, whitelist);
+}
+
+/** The indexed check; exported so that tests compare it with upstream's on lists of any size. */
+export function verifyIndexed(tolerations: readonly Toleration[], whitelist: readonly Toleration[]): boolean {
   if (whitelist.length === 0 || tolerations.length === 0) {
     return true;
   }
