@@ -129,8 +129,11 @@ function conforms(shape: Shape, value: unknown): boolean {
       if (!isJsonObject(value)) return false;
       const fields = shape.fields;
       for (let i = 0; i < fields.length; i++) {
-        const [field, fieldShape] = fields[i] as readonly [string, Shape];
-        if (Object.hasOwn(value, field) && !conforms(fieldShape, value[field])) return false;
+        // Indexed, not destructured: a destructuring runs the iterator protocol, an object per
+        // field, until the optimising compiler has seen the loop.
+        const entry = fields[i] as readonly [string, Shape];
+        const field = entry[0];
+        if (Object.hasOwn(value, field) && !conforms(entry[1], value[field])) return false;
       }
       return true;
     }

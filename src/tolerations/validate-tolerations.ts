@@ -62,27 +62,29 @@ export function validateTolerations(
     // Row 1: a non-empty key must be a qualified name; one error per message (ValidateLabelName).
     if (key.length > 0) {
       for (const message of isQualifiedName(key)) {
-        errors.add(() => invalid(pathAt(fieldPath, i, 'key'), key, message));
+        if (errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'key'), key, message));
       }
     }
     // Row 2: only `Exists` may leave the key empty ("match all values and all keys").
     if (key.length === 0 && operator !== 'Exists') {
-      errors.add(() =>
-        invalid(
-          pathAt(fieldPath, i, 'operator'),
-          operator,
-          'operator must be Exists when `key` is empty, which means "match all values and all keys"',
-        ),
-      );
+      if (errors.keeps())
+        errors.add(
+          invalid(
+            pathAt(fieldPath, i, 'operator'),
+            operator,
+            'operator must be Exists when `key` is empty, which means "match all values and all keys"',
+          ),
+        );
     }
     // Row 3: tolerationSeconds only means something for NoExecute; an empty effect fails too.
     if (hasSeconds && effect !== 'NoExecute') {
-      errors.add(() => invalid(pathAt(fieldPath, i, 'effect'), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+      if (errors.keeps())
+        errors.add(invalid(pathAt(fieldPath, i, 'effect'), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
     }
     validateOperatorAndValue(operator, value, fieldPath, i, options, errors);
     // Row 5: an empty effect means "all effects"; any other value must be one of the three, exactly.
     if (effect.length > 0 && !(taintEffects as readonly string[]).includes(effect)) {
-      errors.add(() => notSupported(pathAt(fieldPath, i, 'effect'), effect, taintEffects));
+      if (errors.keeps()) errors.add(notSupported(pathAt(fieldPath, i, 'effect'), effect, taintEffects));
     }
   }
   return into ?? errors.errors;
@@ -106,36 +108,38 @@ function validateOperatorAndValue(
     case 'Equal':
     case '': {
       // 4a: upstream reports the value at `.operator`, all label-value messages joined with ";".
+      // The empty value is a valid one: no list of messages is made for it.
+      if (value === '') return;
       const messages = isValidLabelValue(value);
-      if (messages.length > 0) errors.add(() => invalid(pathAt(fieldPath, i, 'operator'), value, messages.join(';')));
+      if (messages.length > 0 && errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'operator'), value, messages.join(';')));
       return;
     }
     case 'Exists':
       // 4b: also at `.operator`, with the value as the bad value.
-      if (value.length > 0)
-        errors.add(() => invalid(pathAt(fieldPath, i, 'operator'), value, "value must be empty when `operator` is 'Exists'"));
+      if (value.length > 0 && errors.keeps())
+        errors.add(invalid(pathAt(fieldPath, i, 'operator'), value, "value must be empty when `operator` is 'Exists'"));
       return;
     case 'Lt':
     case 'Gt': {
       if (!options.allowComparisonOperators) {
         // 4c: the value is not looked at (upstream `break`s).
-        errors.add(() => notSupported(pathAt(fieldPath, i, 'operator'), operator, operatorsWithComparison));
+        if (errors.keeps()) errors.add(notSupported(pathAt(fieldPath, i, 'operator'), operator, operatorsWithComparison));
         return;
       }
       // 4d and 4e: both checks run, so one value can earn two errors.
       for (const message of isDecimalInteger(value)) {
-        errors.add(() => invalid(pathAt(fieldPath, i, 'value'), value, message));
+        if (errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'value'), value, message));
       }
       const parsed = parseInt64(value);
       if (parsed.error !== undefined) {
         const error = parsed.error;
-        errors.add(() => invalid(pathAt(fieldPath, i, 'value'), value, error));
+        if (errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'value'), value, error));
       }
       return;
     }
     default:
       // 4f: unknown operators (case matters: `exists`, `gt`) never list Lt/Gt.
-      errors.add(() => notSupported(pathAt(fieldPath, i, 'operator'), operator, operatorsWithoutComparison));
+      if (errors.keeps()) errors.add(notSupported(pathAt(fieldPath, i, 'operator'), operator, operatorsWithoutComparison));
   }
 }
 
@@ -172,7 +176,7 @@ export function validateOnlyAddedTolerations(
   // linear (upstream searches the new list for each old toleration).
   const inNewList = matchingTolerationIn(newTolerations);
   if (!oldTolerations.every(inNewList)) {
-    errors.add(() => forbidden(fieldPath, 'existing toleration can not be modified except its tolerationSeconds'));
+    if (errors.keeps()) errors.add(forbidden(fieldPath, 'existing toleration can not be modified except its tolerationSeconds'));
   } else {
     validateTolerations(newTolerations, fieldPath, options, errors);
   }
@@ -225,7 +229,7 @@ export function validateTolerationsInAnnotations(
     const decoded = unmarshalTolerations(raw, 'core');
     if (decoded.error !== undefined) {
       const error = decoded.error;
-      errors.add(() => invalid(fieldPath, tolerationsAnnotationKey, error));
+      if (errors.keeps()) errors.add(invalid(fieldPath, tolerationsAnnotationKey, error));
     } else {
       validateTolerations(decoded.tolerations, `${fieldPath}.${tolerationsAnnotationKey}`, options, errors);
     }

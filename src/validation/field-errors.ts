@@ -51,7 +51,8 @@ export const maxFieldErrors = 1_000;
 
 /**
  * field.ErrorList, bounded: the first `limit` errors in upstream's order, and how many more there
- * were. `add` takes a function, so an error past the limit is counted without being built.
+ * were. A caller asks `keeps()` before it builds an error, `if (errors.keeps()) errors.add(…)`, so
+ * an error past the limit is counted without a path, a message or a closure being made for it.
  */
 export class FieldErrorList {
   readonly errors: FieldError[] = [];
@@ -60,12 +61,16 @@ export class FieldErrorList {
 
   constructor(readonly limit: number = maxFieldErrors) {}
 
-  add(make: () => FieldError): void {
-    if (this.errors.length < this.limit) {
-      this.errors.push(make());
-    } else {
-      this.omitted++;
-    }
+  /** Whether the next error is kept; when it is not, it is counted here. */
+  keeps(): boolean {
+    if (this.errors.length < this.limit) return true;
+    this.omitted++;
+    return false;
+  }
+
+  /** Adds an error `keeps()` said is kept. */
+  add(error: FieldError): void {
+    this.errors.push(error);
   }
 
   get empty(): boolean {
