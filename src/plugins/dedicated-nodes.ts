@@ -345,7 +345,7 @@ function withGroupToleration(spec: PodSpec, policy: TenancyPolicy, group: string
   const present = tolerations.some(
     (t) => t.key === wanted.key && t.operator === wanted.operator && t.value === wanted.value && t.effect === wanted.effect,
   );
-  return present ? spec : { ...spec, tolerations: [...tolerations, wanted] };
+  return present ? spec : { ...spec, tolerations: tolerations.concat([wanted]) };
 }
 
 // ---------------------------------------------------------------------------------------------

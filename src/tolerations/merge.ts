@@ -82,12 +82,13 @@ export function isSuperset(ss: Toleration, t: Toleration): boolean {
  * Upstream compares every pair, and so did a first version here within each key: a pod of 20,000
  * tolerations of one key (well inside the API server's 3 MiB body limit) took 9 to 13 s of CPU,
  * on the one thread that answers every review. This one costs O(n log n): each toleration asks
- * its few candidate buckets (`FactsTable.someCandidate`) instead of every other toleration. The
+ * its few candidate buckets (`FactsTable.candidates`) instead of every other toleration. The
  * answers are upstream's exactly; test/tolerations/merge.test.ts checks them against the
  * pairwise algorithm.
  */
 export function mergeTolerations(first: readonly Toleration[], second: readonly Toleration[]): Toleration[] {
-  const all = [...first, ...second];
+  // concat allocates the list at its size; a spread grows it as it goes (twice the bytes for a large pod).
+  const all = first.concat(second);
   return all.length <= pairwiseUpTo ? mergePairwise(all) : mergeIndexed(all);
 }
 
@@ -121,7 +122,7 @@ function mergePairwise(all: readonly Toleration[]): Toleration[] {
 /** The indexed merge on `first ++ second`; exported so that tests compare it with upstream's on lists of any size. */
 export function mergeIndexed(all: readonly Toleration[]): Toleration[] {
   const table = new FactsTable();
-  const facts = all.map((t) => table.of(t));
+  const facts = factsOf(all, table);
   const laterSuperset = laterNonIdenticalSupersets(facts, table);
   const kept = new SupersetIndex(table.distinct);
   const merged: Toleration[] = [];
@@ -159,8 +160,8 @@ export function verifyIndexed(tolerations: readonly Toleration[], whitelist: rea
     return true;
   }
   const table = new FactsTable();
-  const entries = whitelist.map((entry) => table.of(entry));
-  const candidates = tolerations.map((t) => table.of(t));
+  const entries = factsOf(whitelist, table);
+  const candidates = factsOf(tolerations, table);
   const index = new SupersetIndex(table.distinct);
   for (const entry of entries) {
     index.add(entry);
@@ -205,7 +206,7 @@ interface Facts {
    * (only an `Equal` asks the `""`/`Equal` bucket) and for every other operator (filed nowhere).
    */
   readonly copiesAreCandidates: boolean;
-  /** Its candidate buckets (FactsTable.someCandidate), worked out the first time they are asked for. */
+  /** Its candidate buckets (FactsTable.candidates), worked out the first time they are asked for. */
   candidates?: readonly Candidate[];
 }
 
@@ -282,17 +283,15 @@ class FactsTable {
   }
 
   /**
-   * Visits each bucket that holds non-identical supersets of a toleration, once, with whether it
+   * The buckets that may hold non-identical supersets of a toleration, each once, with whether it
    * is a NoExecute bucket (its members' tolerationSeconds bound what they cover, isSuperset step
-   * 4), until `visit` answers true. Only after every toleration's Facts is made (which Exists keys
-   * there are decides the list), so the list is worked out once per distinct toleration.
+   * 4). Asked only after every toleration's Facts is made (which Exists keys there are decides the
+   * list), so the list is worked out once per distinct toleration, and its callers loop over it:
+   * a callback made per toleration was most of what the merge of a large pod allocated.
    */
-  someCandidate(facts: Facts, visit: (bucket: string, bounded: boolean) => boolean): boolean {
+  candidates(facts: Facts): readonly Candidate[] {
     facts.candidates ??= this.candidatesOf(facts);
-    for (const { bucket, bounded } of facts.candidates) {
-      if (visit(bucket, bounded)) return true;
-    }
-    return false;
+    return facts.candidates;
   }
 
   private candidatesOf(facts: Facts): Candidate[] {
@@ -311,6 +310,25 @@ class FactsTable {
     if (key !== this.empty && this.existsKeys.has(this.empty)) out.push({ bucket: `a${this.empty}:${effect}`, bounded });
     if (facts.operator === 'Equal') out.push({ bucket: `e${key}:${facts.value}:${effect}`, bounded });
   }
+}
+
+/**
+ * The Facts of each toleration. A run of identical ones (the cheapest way to fill a pod: `{}` is
+ * three bytes) shares the first one's without the identity string a look-up builds.
+ */
+function factsOf(tolerations: readonly Toleration[], table: FactsTable): Facts[] {
+  // Sized at once, not grown by push (which allocates about three times the final list on the way).
+  const facts = new Array<Facts>(tolerations.length);
+  let previous: Toleration | undefined;
+  let previousFacts: Facts | undefined;
+  for (let i = 0; i < tolerations.length; i++) {
+    const t = tolerations[i] as Toleration;
+    const own = previous !== undefined && previousFacts !== undefined && deepEqualTolerations(t, previous) ? previousFacts : table.of(t);
+    facts[i] = own;
+    previous = t;
+    previousFacts = own;
+  }
+  return facts;
 }
 
 /** A set of tolerations that answers "is one of you a superset of t?" in O(1). */
@@ -347,13 +365,17 @@ class SupersetIndex {
       return true;
     }
     const seconds = facts.seconds;
-    return table.someCandidate(facts, (id, bounded) => {
-      const bucket = this.buckets.get(id);
-      if (bucket === undefined) {
-        return false;
+    const candidates = table.candidates(facts);
+    // Indexed loops here and in the backward walk: for…of makes an iterator per toleration until
+    // the optimising compiler has seen the loop, and these run once per toleration.
+    for (let c = 0; c < candidates.length; c++) {
+      const candidate = candidates[c] as Candidate;
+      const bucket = this.buckets.get(candidate.bucket);
+      if (bucket !== undefined && (!candidate.bounded || bucket.unbounded || (seconds !== undefined && seconds <= bucket.maxSeconds))) {
+        return true;
       }
-      return !bounded || bucket.unbounded || (seconds !== undefined && seconds <= bucket.maxSeconds);
-    });
+    }
+    return false;
   }
 }
 
@@ -414,12 +436,14 @@ function laterNonIdenticalSupersets(all: readonly Facts[], table: FactsTable): U
     }
     const seconds = facts.seconds;
     let covering = 0;
-    table.someCandidate(facts, (id, bounded) => {
-      const members = buckets.get(id);
+    const candidates = table.candidates(facts);
+    for (let c = 0; c < candidates.length; c++) {
+      const candidate = candidates[c] as Candidate;
+      const members = buckets.get(candidate.bucket);
       if (members === undefined) {
-        return false;
+        continue;
       }
-      if (!bounded) {
+      if (!candidate.bounded) {
         covering += members.count;
       } else {
         // A member without tolerationSeconds covers t; one with a value covers a bounded t up to it.
@@ -428,8 +452,7 @@ function laterNonIdenticalSupersets(all: readonly Facts[], table: FactsTable): U
           covering += members.count - members.unbounded - fenwickPrefix(members.seconds.tree, lowerBound(members.seconds.values, seconds));
         }
       }
-      return false;
-    });
+    }
     const identical = laterIdentical[facts.n] ?? 0;
     if (facts.copiesAreCandidates) {
       covering -= identical;
