@@ -44,6 +44,10 @@ import { admissionAttributes, pluginContext, podResource } from '../support/plug
 
 type Json = Record<string, unknown>;
 
+function kib(bytes: number): string {
+  return `${(bytes / 1024).toFixed(1)} KiB`;
+}
+
 const dir = mkdtempSync(join(tmpdir(), 'tolerator-review-work-'));
 after(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -328,7 +332,7 @@ describe('ordinary reviews get cheaper', () => {
     // tenth of the CPU time of `npm run bench` at 64 connections (bench/RESULTS.md's profile).
     assert.ok(
       ratio <= 4.5,
-      `the mix allocated ${mib(tolerator.allocatedBytes / rounds)} a round against ${mib(floor.allocatedBytes / rounds)} for parsing alone (×${ratio.toFixed(2)})`,
+      `one review of each allocated ${kib(tolerator.allocatedBytes / rounds)} against ${kib(floor.allocatedBytes / rounds)} for parsing alone (×${ratio.toFixed(2)})`,
     );
   });
 
