@@ -7,8 +7,9 @@
  *   npm run bench -- --skip-soak  everything but the soak
  *   npm run bench -- --quick      short runs, one round: to try the bench, not to quote
  *   npm run bench -- --no-profile no CPU profile when a target is missed
- *   npm run bench -- --only worst only the worst-review section (bench/worst.ts, a few minutes
- *                                 while the toleration merge is quadratic): replaces that
+ *   npm run bench -- --only worst only the worst-review section (bench/worst.ts, several
+ *                                 minutes: a fresh server per review, and bench/review-probe.ts
+ *                                 in process for a body over the build's limit): replaces that
  *                                 section of bench/RESULTS.md and leaves the rest as it is;
  *                                 add --worst-filter <text> to run only the shapes naming it
  *   npm run bench -- --only e2e   only pod creation through a real kube-apiserver with and

@@ -43,6 +43,8 @@ export interface ServerSpec {
    * 'all': no pinning, for what a server does with every core the machine has (bench/starvation.ts).
    */
   readonly cores?: string;
+  /** The entry point a tolerator server runs, from the repository's root: dist/main.js, or another build's to compare two in one run. */
+  readonly main?: string;
 }
 
 /** One line of --trace-gc: heap in use before and after a collection, MB (10^6 bytes, as V8 prints them). */
@@ -115,7 +117,7 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
   }
   return [
     ...node,
-    'dist/main.js',
+    spec.main ?? 'dist/main.js',
     'serve',
     ...tls,
     '--log-level',

@@ -8,6 +8,14 @@
  * and each pod fits no known node, so that SchedulingWarnings, on the validating side, evaluates
  * every node.
  *
+ * Two families beyond those. Shapes of many tiny items, where the cost is per item rather than per
+ * byte: a million empty tolerations `{}`, a nodeSelector of about 330,000 keys, a million empty
+ * nodeSelectorTerms, and a DaemonSet UPDATE carrying two such templates. And escaped shapes:
+ * kube-apiserver's JSON encoder writes `<`, `>` and `&` as `\u003c`, `\u003e`, `\u0026` (six
+ * bytes a character), so an object of 3 MiB as its author sent it reaches the webhook as up to
+ * 18 MiB of JSON, an UPDATE as up to 36 MiB; those shapes are built of such strings, measured at
+ * 3 MiB unescaped and sent escaped.
+ *
  * Pure builders, no I/O beyond reading the two fixtures they start from: bench/worst.ts measures
  * them against the real server, and test/faults/one-review-starves-none.test.ts sends them.
  */
@@ -22,6 +30,8 @@ export const maxObjectBytes = 3 * 1024 * 1024;
 
 export interface WorstReview {
   readonly shape: string;
+  /** Why the shape misses a target where it does: printed under the table when it misses. */
+  readonly why?: string;
   readonly path: LoadRequest['path'];
   readonly operation: 'CREATE' | 'UPDATE';
   /** Builds the body: several MiB, so only when it is sent. */
@@ -78,11 +88,38 @@ function objectBytes(object: Json): () => number {
   return () => Buffer.byteLength(JSON.stringify(object));
 }
 
+/**
+ * JSON as kube-apiserver writes it: Go's encoding/json (HTMLEscape) escapes `<`, `>` and `&` as
+ * `\u003c`, `\u003e`, `\u0026`, so each such character costs six bytes on the wire.
+ */
+export function goJson(value: unknown): string {
+  return JSON.stringify(value).replace(/[<>&]/g, (c) => `\\u00${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** Characters that kube-apiserver escapes (six bytes each on the wire), for the escaped shapes. */
+const escaped = '<>&';
+
+/** `length` characters of `<>&` in turn. */
+function escapedText(length: number): string {
+  return escaped.repeat(Math.ceil(length / escaped.length)).slice(0, length);
+}
+
 interface Shape {
   readonly name: string;
   /** Grows the pod (its spec or metadata) up to maxObjectBytes; `validate` is true on the validating side. */
   grow(object: Json, spec: Json, validate: boolean): void;
+  /** Sent as kube-apiserver writes it (goJson): its `<>&` escaped, six bytes each. */
+  readonly escaped?: boolean;
+  /** Why it misses a target where it does (WorstReview.why). */
+  readonly why?: string;
 }
+
+/** What the shapes of a million small objects share. */
+const millionObjects =
+  'a million objects: JSON.parse alone takes most of the time and holds 56 MiB (an empty object is 48 bytes on a 64-bit heap, its slot in the array 8 more), which the review keeps while it reads them';
+/** What the escaped shapes share. */
+const escapedWhy =
+  'up to six bytes on the wire for each byte of the object as sent: the text to decode and parse, and the body held while it is, are what the wire holds';
 
 /** Tolerations on keys no policy owns (a tenant may add them), after the ones the pod already has. */
 function growTolerations(item: (i: number) => Json): Shape['grow'] {
@@ -209,6 +246,86 @@ const shapes: readonly Shape[] = [
       );
     },
   },
+  {
+    name: 'tolerations, a million empty {}',
+    why: `${millionObjects}. On /mutate most of the rest is the patch: one remove for each of the 999,999 copies PodTolerationRestriction's merge drops, 46 MiB of JSON Patch (the patch diff's to bound, not the review's)`,
+    // `{},` is three bytes: about a million tolerations in 3 MiB, each an object to parse, check
+    // and merge, and (all alike) all but one redundant for PodTolerationRestriction's merge.
+    grow: growTolerations(() => ({})),
+  },
+  {
+    name: 'nodeSelector of 330,000 keys',
+    why: 'V8 builds an object of 330,000 keys as a hash table while JSON.parse reads it (most of the time), and enumerates one by collecting all its keys first (about 0.3 µs a key): the shape check reads every value once, and SchedulingWarnings counts the keys once',
+    // Upstream bounds neither the number of nodeSelector entries nor checks them before the
+    // mutating webhooks: short distinct keys (base 36) with empty values, about 9 bytes each.
+    grow: (object, spec) => {
+      fill(
+        maxObjectBytes,
+        (i) => i.toString(36),
+        (keys) => (spec.nodeSelector = Object.fromEntries(keys.map((key) => [key, '']))),
+        objectBytes(object),
+      );
+    },
+  },
+  {
+    name: 'required node affinity, a million empty nodeSelectorTerms',
+    why: millionObjects,
+    // An empty term matches no node (NewNodeSelector skips it); on the validating side the first
+    // term requires the group and a zone no node has, so the pod fits nowhere.
+    grow: (object, spec, validate) => {
+      const first = validate ? [{ matchExpressions: [groupRequirement, nowhere] }] : [];
+      const required = { nodeSelectorTerms: [] as Json[] };
+      spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } };
+      fill(
+        maxObjectBytes,
+        () => ({}),
+        (items) => (required.nodeSelectorTerms = [...first, ...items]),
+        objectBytes(object),
+      );
+    },
+  },
+  {
+    name: 'tolerations, values of <>&',
+    escaped: true,
+    why: escapedWhy,
+    grow: growTolerations((i) => ({ key: 'example.com/pool', operator: 'Equal', value: `${escapedText(60)}${i}`, effect: 'NoSchedule' })),
+  },
+  {
+    name: 'nodeSelector, keys of <>&',
+    escaped: true,
+    why: escapedWhy,
+    grow: (object, spec) => {
+      fill(
+        maxObjectBytes,
+        (i) => `${escapedText(24)}${i.toString(36)}`,
+        (keys) => (spec.nodeSelector = Object.fromEntries(keys.map((key) => [key, escapedText(12)]))),
+        objectBytes(object),
+      );
+    },
+  },
+  {
+    name: 'long strings of <>&',
+    escaped: true,
+    why: escapedWhy,
+    grow: (object, spec, validate) => {
+      // As "long strings", of characters the API server escapes: 3 MiB as sent, 18 MiB on the wire.
+      const quarter = Math.floor((maxObjectBytes - Buffer.byteLength(JSON.stringify(object))) / 4) - 200;
+      const metadata = object.metadata as Json;
+      metadata.labels = { ...(metadata.labels as Json), 'example.com/long': escapedText(quarter) };
+      metadata.annotations = { 'example.com/long': escapedText(quarter) };
+      spec.tolerations = [
+        ...((spec.tolerations as Json[] | undefined) ?? []),
+        { key: 'example.com/long', operator: 'Equal', value: escapedText(quarter), effect: 'NoSchedule' },
+      ];
+      spec.nodeSelector = { 'topology.kubernetes.io/zone': escapedText(quarter) };
+      if (validate)
+        spec.affinity = {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [groupRequirement, nowhere] }] },
+          },
+        };
+    },
+  },
 ];
 
 /** The validating side gets a pod that tolerates its group's taint and requires its group, as DedicatedNodes has made it, and fits no node. */
@@ -224,6 +341,7 @@ function makeUnschedulable(spec: Json): void {
 function review(path: LoadRequest['path'], shape: Shape): WorstReview {
   return {
     shape: shape.name,
+    ...(shape.why === undefined ? {} : { why: shape.why }),
     path,
     operation: 'CREATE',
     build() {
@@ -236,7 +354,7 @@ function review(path: LoadRequest['path'], shape: Shape): WorstReview {
       }
       shape.grow(object, spec, validate);
       if (validate) makeUnschedulable(spec);
-      return JSON.stringify(body);
+      return shape.escaped === true ? goJson(body) : JSON.stringify(body);
     },
   };
 }
@@ -279,12 +397,105 @@ function update(path: LoadRequest['path']): WorstReview {
   };
 }
 
-/** Every shape on both webhooks, then the UPDATE, then the largest review the API server can send (bench/escaped-reviews.ts). */
+/**
+ * A DaemonSet UPDATE in the tenant namespace whose template changed: object and oldObject each
+ * about 3 MiB as sent (escaped: up to six times that on the wire), their templates grown by `grow`
+ * alike and then made to differ in the last item only, so that telling them apart reads both
+ * whole. On the validating side the template is as DedicatedNodes leaves it (the group's
+ * toleration and requirement) and fits no node.
+ */
+function daemonSetUpdate(
+  path: LoadRequest['path'],
+  shape: string,
+  why: string,
+  grow: (spec: Json, validate: boolean, measure: () => number) => void,
+  differ: (spec: Json) => void,
+  escapedStrings = false,
+): WorstReview {
+  return {
+    shape,
+    why,
+    path,
+    operation: 'UPDATE',
+    build() {
+      const body = fixtureReview('tenant-daemonset-template-create.json');
+      const request = body.request as Json;
+      request.operation = 'UPDATE';
+      request.options = { kind: 'UpdateOptions', apiVersion: 'meta.k8s.io/v1' };
+      const object = request.object as Json;
+      (object.metadata as Json).generation = 2;
+      const spec = ((object.spec as Json).template as Json).spec as Json;
+      const validate = path === '/validate';
+      if (validate) {
+        spec.tolerations = [groupToleration];
+        makeUnschedulable(spec);
+      }
+      grow(spec, validate, objectBytes(object));
+      const old = structuredClone(object);
+      (old.metadata as Json).generation = 1;
+      differ(((old.spec as Json).template as Json).spec as Json);
+      request.oldObject = old;
+      return escapedStrings ? goJson(body) : JSON.stringify(body);
+    },
+  };
+}
+
+/** Room left in each object for the old one's difference, a few bytes larger than what it replaces. */
+const differenceRoom = 64;
+
+function daemonSetUpdates(path: LoadRequest['path']): WorstReview[] {
+  return [
+    daemonSetUpdate(
+      path,
+      'DaemonSet UPDATE, two templates of a million empty nodeSelectorTerms',
+      'two million objects to parse and hold (112 MiB), and the two templates compared element by element to learn whether the template changed',
+      (spec, validate, measure) => {
+        const first = validate ? [{ matchExpressions: [groupRequirement, nowhere] }] : [];
+        const required = { nodeSelectorTerms: [] as Json[] };
+        spec.affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: required } };
+        fill(
+          maxObjectBytes - differenceRoom,
+          () => ({}),
+          (items) => (required.nodeSelectorTerms = [...first, ...items]),
+          measure,
+        );
+      },
+      (spec) => {
+        const affinity = (spec.affinity as Json).nodeAffinity as Json;
+        const terms = (affinity.requiredDuringSchedulingIgnoredDuringExecution as Json).nodeSelectorTerms as Json[];
+        terms[terms.length - 1] = { matchFields: [] };
+      },
+    ),
+    daemonSetUpdate(
+      path,
+      'DaemonSet UPDATE, two templates of nodeSelectors with keys of <>&',
+      `${escapedWhy}: two objects of 3 MiB as sent, about 30 MiB on the wire`,
+      (spec, _validate, measure) => {
+        fill(
+          maxObjectBytes - differenceRoom,
+          (i) => `${escapedText(24)}${i.toString(36)}`,
+          (keys) => (spec.nodeSelector = Object.fromEntries(keys.map((key) => [key, escapedText(12)]))),
+          measure,
+        );
+      },
+      (spec) => {
+        const selector = spec.nodeSelector as Record<string, string>;
+        const last = Object.keys(selector).at(-1) ?? '';
+        selector[last] = escapedText(11);
+      },
+      true,
+    ),
+  ];
+}
+
+/** Every shape on both webhooks, then the UPDATEs, then the largest review the API server can send (bench/escaped-reviews.ts). */
 export function worstReviews(): WorstReview[] {
   return [
     ...shapes.flatMap((shape) => [review('/mutate', shape), review('/validate', shape)]),
     update('/mutate'),
     update('/validate'),
     escapedUpdateReview(),
+    ...daemonSetUpdates('/mutate'),
+    ...daemonSetUpdates('/validate'),
   ];
 }

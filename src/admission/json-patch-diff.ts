@@ -35,7 +35,7 @@
  * be kept without re-sending one, the diff throws, and the review is "could not decide" (500:
  * the mutating webhook's failurePolicy applies, and the validating side judges the pod as it is).
  */
-import { isJsonObject } from '../api/types.js';
+import { isJsonObject, jsonEqual } from '../api/types.js';
 
 export type JsonPatchOperation =
   | { readonly op: 'add'; readonly path: string; readonly value: unknown }
@@ -333,17 +333,5 @@ function findAnchors(original: readonly unknown[], changed: readonly unknown[]):
   return anchors;
 }
 
-/** Structural equality of two JSON values (key order ignored, as JSON objects are unordered). */
-export function jsonEqual(a: unknown, b: unknown): boolean {
-  if (a === b) {
-    return true;
-  }
-  if (Array.isArray(a)) {
-    return Array.isArray(b) && a.length === b.length && a.every((item, i) => jsonEqual(item, b[i]));
-  }
-  if (isJsonObject(a) && isJsonObject(b)) {
-    const keys = Object.keys(a);
-    return keys.length === Object.keys(b).length && keys.every((key) => Object.hasOwn(b, key) && jsonEqual(a[key], b[key]));
-  }
-  return false;
-}
+/** Structural equality of two JSON values, for the admission code that imports it from here. */
+export { jsonEqual };

@@ -62,18 +62,32 @@ export interface AdmissionReviewResponse {
  * keeps the object as it was, and a patch of `[]` would only cost a decode.
  */
 export function buildAdmissionResponse(apiVersion: string, uid: string, decision: AdmissionDecision): AdmissionReviewResponse {
-  const hasPatch = decision.allowed && decision.patch !== undefined && decision.patch.length > 0;
   const warnings = boundWarnings(decision.warnings ?? []);
   const auditAnnotations = boundAuditAnnotations(decision.auditAnnotations ?? {});
-  const response: AdmissionResponse = {
-    uid,
-    allowed: decision.allowed,
-    ...(decision.allowed || decision.status === undefined ? {} : { status: decision.status }),
-    ...(hasPatch ? { patchType: 'JSONPatch' as const, patch: Buffer.from(JSON.stringify(decision.patch)).toString('base64') } : {}),
-    ...(warnings.length > 0 ? { warnings } : {}),
-    ...(Object.keys(auditAnnotations).length > 0 ? { auditAnnotations } : {}),
-  };
+  // Built field by field rather than by spreading optional parts: it runs for every review, and
+  // the spreads were most of its cost. The field order is the wire order.
+  const response: { -readonly [K in keyof AdmissionResponse]: AdmissionResponse[K] } = { uid, allowed: decision.allowed };
+  if (!decision.allowed && decision.status !== undefined) {
+    response.status = decision.status;
+  }
+  if (decision.allowed && decision.patch !== undefined && decision.patch.length > 0) {
+    response.patchType = 'JSONPatch';
+    response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+  }
+  if (warnings.length > 0) {
+    response.warnings = warnings;
+  }
+  if (hasKeys(auditAnnotations)) {
+    response.auditAnnotations = auditAnnotations;
+  }
   return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+function hasKeys(record: Readonly<Record<string, string>>): boolean {
+  for (const key in record) {
+    if (Object.hasOwn(record, key)) return true;
+  }
+  return false;
 }
 
 /**

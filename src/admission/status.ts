@@ -93,11 +93,14 @@ export function denialStatus(denial: Denial): DenialStatus {
   }
   // schema.GroupKind.String(): `Kind` for the core group, `Kind.group` otherwise.
   const qualifiedKind = denial.group === '' ? denial.kind : `${denial.kind}.${denial.group}`;
+  // Past maxFieldErrors the rest are only counted (src/validation/field-errors.ts); upstream lists all.
+  const omitted = denial.omittedErrors ?? 0;
+  const more = omitted > 0 ? ` (and ${omitted} more field errors, not listed)` : '';
   const invalid = `${qualifiedKind} ${goQuote(denial.name)} is invalid`;
   const message =
     denial.errors.length === 0
-      ? invalid
-      : `${invalid}: ${aggregateMessage(denial.errors, statusTextBytes.message - goJsonBytes(invalid) - 2)}`;
+      ? `${invalid}${more}`
+      : `${invalid}: ${aggregateMessage(denial.errors, statusTextBytes.message - goJsonBytes(invalid) - 2 - goJsonBytes(more))}${more}`;
   return {
     metadata: {},
     status: 'Failure',

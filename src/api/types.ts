@@ -163,3 +163,41 @@ export const TaintKey = {
 
 /** The annotation the kubelet sets on mirror pods of static pods; such pods are never mutated. */
 export const MirrorPodAnnotation = 'kubernetes.io/config.mirror';
+
+/**
+ * Structural equality of two JSON values: what Go's reflect.DeepEqual says of the two objects
+ * they decode to, for the comparisons the plugins make (has a template changed?). Numbers compare
+ * with `===`, so -0 equals 0 as both decode to the integer 0 (util.isDeepStrictEqual, which it
+ * replaces, tells them apart). A pod template may hold a million elements: this walk allocates
+ * nothing for objects in fast mode (for…in uses V8's enumeration cache) and stops at the first
+ * difference; isDeepStrictEqual listed every object's keys, twice, and took seconds (bench/RESULTS.md).
+ * The recursion is bounded by the request's nesting limit (src/admission/review.ts).
+ */
+export function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) {
+    return true;
+  }
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) {
+    return false;
+  }
+  if (Array.isArray(a)) {
+    if (!Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) {
+      if (!jsonEqual(a[i], b[i])) return false;
+    }
+    return true;
+  }
+  if (Array.isArray(b)) {
+    return false;
+  }
+  const left = a as Record<string, unknown>;
+  const right = b as Record<string, unknown>;
+  for (const key in left) {
+    if (!Object.hasOwn(right, key) || !jsonEqual(left[key], right[key])) return false;
+  }
+  // Every key of `left` is in `right`: they differ only if `right` has one more.
+  for (const key in right) {
+    if (!Object.hasOwn(left, key)) return false;
+  }
+  return true;
+}

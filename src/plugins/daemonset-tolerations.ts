@@ -81,7 +81,7 @@ function addOrUpdateToleration(tolerations: readonly Toleration[], daemon: Toler
 
 /** UPDATE: append the ones nothing matches, never touch an existing entry. */
 function appendMissingToleration(tolerations: readonly Toleration[], daemon: Toleration): Toleration[] {
-  return tolerations.some((existing) => matchToleration(daemon, existing)) ? [...tolerations] : [...tolerations, { ...daemon }];
+  return tolerations.some((existing) => matchToleration(daemon, existing)) ? tolerations.slice() : tolerations.concat([{ ...daemon }]);
 }
 
 export function createDaemonSetTolerations() {

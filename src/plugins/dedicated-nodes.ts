@@ -29,11 +29,10 @@
  * by toleration, and also by nodeName (node agents and `kubectl debug node/…` pods are pinned that
  * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
-import { isDeepStrictEqual } from 'node:util';
 import { clipText, spellOut } from '../api/text-bounds.js';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
-import { isJsonObject } from '../api/types.js';
+import { isJsonObject, jsonEqual } from '../api/types.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
@@ -249,7 +248,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
       object: workload.podView,
       oldObject: workload.oldPodView,
       namespace: context.namespace,
-      request: celRequest(attributes, workload.kind),
+      request: () => celRequest(attributes, workload.kind),
     },
     set.groupsByNamespace,
   );
@@ -269,8 +268,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     // the conflict alone only warns. What the update adds is still judged, as for a namespace of
     // no group: a new toleration of any group's taint is foreign, since neither group can be
     // trusted. A workload update that changes its template is refused like a CREATE.
-    const existingLeftAlone =
-      attributes.operation === 'UPDATE' && (workload.kind === 'Pod' || isDeepStrictEqual(workload.spec, workload.oldSpec));
+    const existingLeftAlone = attributes.operation === 'UPDATE' && (workload.kind === 'Pod' || jsonEqual(workload.spec, workload.oldSpec));
     if (existingLeftAlone) {
       return {
         prepared,
@@ -359,7 +357,7 @@ function withGroupToleration(spec: PodSpec, policy: TenancyPolicy, group: string
   const present = tolerations.some(
     (t) => t.key === wanted.key && t.operator === wanted.operator && t.value === wanted.value && t.effect === wanted.effect,
   );
-  return present ? spec : { ...spec, tolerations: [...tolerations, wanted] };
+  return present ? spec : { ...spec, tolerations: tolerations.concat([wanted]) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -380,13 +378,14 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
 
   // What an UPDATE is judged on (see the file comment): added tolerations; a changed nodeName;
   // the tenant's node choice only for a template that changed.
-  const tolerations = (workload.spec.tolerations ?? []).map((toleration, index) => ({ toleration, index }));
-  // Added: no old toleration with the same key, operator, value and effect (tolerationSeconds may change).
-  const inOldSpec = matchingTolerationIn(workload.oldSpec?.tolerations ?? []);
-  const judgedTolerations = isCreate ? tolerations : tolerations.filter(({ toleration }) => !inOldSpec(toleration));
+  const tolerations = workload.spec.tolerations ?? [];
+  // Added: no old toleration with the same key, operator, value and effect (tolerationSeconds may
+  // change). A flag per index, worked out once for every policy: a pod may hold a million.
+  const inOldSpec = isCreate ? undefined : matchingTolerationIn(workload.oldSpec?.tolerations ?? []);
+  const kept = inOldSpec === undefined ? undefined : Uint8Array.from(tolerations, (toleration) => (inOldSpec(toleration) ? 1 : 0));
   const nodeName = workload.spec.nodeName;
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
-  const templateJudged = workload.kind !== 'Pod' && (isCreate || !isDeepStrictEqual(workload.spec, workload.oldSpec));
+  const templateJudged = workload.kind !== 'Pod' && (isCreate || !jsonEqual(workload.spec, workload.oldSpec));
   // The full pair (toleration and requirement) for what the mutating side gives it: pods on
   // CREATE and DaemonSet templates. Other templates' pods get the pair when they are created, so
   // for those only a node choice that contradicts the group is refused now.
@@ -421,7 +420,9 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     }
 
     const foreign: string[] = [];
-    for (const { toleration, index } of judgedTolerations) {
+    for (let index = 0; index < tolerations.length; index++) {
+      const toleration = tolerations[index] ?? {};
+      if (kept?.[index] === 1) continue;
       const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
       if (tolerated !== undefined) {
         foreign.push(

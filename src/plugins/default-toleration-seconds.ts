@@ -71,7 +71,7 @@ export function createDefaultTolerationSeconds(config: DefaultTolerationSecondsC
         // The same for unreachable:NoExecute, set when the node stops reporting (Ready Unknown).
         added.push({ key: TaintKey.NodeUnreachable, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: unreachableSeconds });
       }
-      return { object: withTolerations(pod, [...tolerations, ...added]) };
+      return { object: withTolerations(pod, tolerations.concat(added)) };
     },
   } satisfies MutatingPlugin;
 }

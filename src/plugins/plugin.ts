@@ -87,7 +87,10 @@ export type Denial =
       readonly group: string;
       readonly kind: string;
       readonly name: string;
+      /** The first maxFieldErrors field errors, in upstream's order (src/validation/field-errors.ts). */
       readonly errors: readonly FieldError[];
+      /** How many more there were, not kept; absent when none. */
+      readonly omittedErrors?: number;
     }
   /**
    * A policy forbids the request: 403 Forbidden. With `object`, the status is the one

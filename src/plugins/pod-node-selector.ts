@@ -42,9 +42,8 @@
  * Mirror pods are never mutated (the pipeline's rule) nor refused here: the kubelet runs the static
  * pod whatever the API says, and refusing its mirror would only hide it.
  */
-import { isDeepStrictEqual } from 'node:util';
 import type { JsonObject, Namespace, Pod } from '../api/types.js';
-import { isJsonObject } from '../api/types.js';
+import { isJsonObject, jsonEqual } from '../api/types.js';
 import {
   effectiveNamespaceNodeSelector,
   judgeNodeSelector,
@@ -173,7 +172,7 @@ function templateOf(object: JsonObject | undefined): { readonly template: JsonOb
  * `spec.template` (which rolls the DaemonSet's pods out). Deep equality costs the template's size once.
  */
 function writesTemplate(attributes: AdmissionAttributes, template: JsonObject): boolean {
-  return attributes.operation === 'CREATE' || !isDeepStrictEqual(template, templateOf(attributes.oldObject)?.template);
+  return attributes.operation === 'CREATE' || !jsonEqual(template, templateOf(attributes.oldObject)?.template);
 }
 
 export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPlugin & ValidatingPlugin {

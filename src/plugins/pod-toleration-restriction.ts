@@ -163,7 +163,7 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
           // once it is not BestEffort. Keeping every existing entry keeps the pod updatable.
           const originals = new Set(original);
           const added = merged.filter((t) => !originals.has(t));
-          tolerations = [...original, ...added];
+          tolerations = original.concat(added);
         }
       }
 

@@ -21,8 +21,11 @@
  * insertions into a large map, which measured five to ten times as slow. A value no node of the
  * universe carries can decide nothing for them. So only nodes of the universe may be asked about.
  *
- * Every step that visits nodes is paid for from the WorkBudget; a method answers `undefined` when
- * it ran out. Reading the pod itself is not counted: O(pod), as parsing the request already is.
+ * Every step is paid for from the WorkBudget, reading the pod as well as visiting nodes: a pod of
+ * 3 MiB can hold a million terms or 330,000 nodeSelector entries, whose compilation alone took
+ * seconds while it was not counted (bench/RESULTS.md). A compilation the budget cannot pay for
+ * covers no node (`covered` 0: nothing is worked out); a method answers `undefined` when the
+ * budget ran out.
  */
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 import { parseInt64 } from '../tolerations/numeric.js';
@@ -99,7 +102,8 @@ const nodeNameField = 'metadata.name';
  * for the values they carry is paid from `budget`, node by node; `covered` says how far it got.
  */
 export function compileNodeAffinity(spec: PodSpec, universe: readonly Node[], budget: WorkBudget): CompiledNodeAffinity {
-  const selector = compileNodeSelector(spec.nodeSelector ?? {});
+  const selector = compileNodeSelector(spec.nodeSelector ?? {}, budget);
+  if (selector === undefined) return coversNothing;
   const required = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
   if (required === undefined) {
     return {
@@ -110,7 +114,8 @@ export function compileNodeAffinity(spec: PodSpec, universe: readonly Node[], bu
   }
   // A hand-written manifest may omit the list the API would require; it then matches no node, as an empty list.
   const listed: unknown = required.nodeSelectorTerms;
-  const terms = (Array.isArray(listed) ? (listed as NodeSelectorTerm[]) : []).map(compileTerm);
+  const terms = compileTerms(Array.isArray(listed) ? (listed as NodeSelectorTerm[]) : [], budget);
+  if (terms === undefined) return coversNothing;
   const { known, covered } = knownValues(terms, universe, budget);
   const index = indexTerms(terms, known);
   return {
@@ -152,6 +157,9 @@ function labelsOf(node: Node): Readonly<Record<string, string>> {
   return node.metadata.labels ?? {};
 }
 
+/** A pod the budget could not compile: no node may be asked about. */
+const coversNothing: CompiledNodeAffinity = { covered: 0, matches: () => undefined, firstReason: () => unexplained };
+
 // ---- nodeSelector ------------------------------------------------------------------------------
 
 interface CompiledSelector {
@@ -160,42 +168,41 @@ interface CompiledSelector {
 }
 
 /**
- * labels.SelectorFromSet: every key present with exactly that value. Counting the node's labels
- * that satisfy an entry answers "all satisfied?" in O(labels); the first entry (in the
- * nodeSelector's order) that is not satisfied is the smallest index missing from that count.
+ * labels.SelectorFromSet: every key present with exactly that value. A node's labels are looked up
+ * in the nodeSelector itself (a hash table already: the parsed object), so a node costs O(its
+ * labels) and nothing is built per entry: the entries are counted once, a unit each. All are
+ * satisfied exactly when the node's labels satisfy as many entries as there are; the first one
+ * not satisfied (in the nodeSelector's order) comes after at most as many satisfied ones as the
+ * node has labels. Undefined when the budget cannot pay for the count.
  */
-function compileNodeSelector(nodeSelector: Readonly<Record<string, string>>): CompiledSelector {
-  const entries = Object.entries(nodeSelector);
-  const byKey = new Map(entries.map(([key, value], index) => [key, { value, index }]));
-  const satisfied = (labels: Readonly<Record<string, string>>, budget: WorkBudget): number[] | undefined => {
-    if (entries.length === 0) return [];
-    const keys = Object.keys(labels);
-    if (!budget.take(keys.length)) return undefined;
-    const found: number[] = [];
-    for (const key of keys) {
-      const entry = byKey.get(key);
-      if (entry !== undefined && entry.value === labels[key]) found.push(entry.index);
-    }
-    return found;
+function compileNodeSelector(nodeSelector: Readonly<Record<string, string>>, budget: WorkBudget): CompiledSelector | undefined {
+  // Object.keys is the cheapest way through a large object (V8 collects the keys of one in
+  // dictionary mode before any enumeration, for…in included), and nothing else here needs all of them.
+  const keys = Object.keys(nodeSelector);
+  if (!budget.take(keys.length)) return undefined;
+  const satisfiedBy = (labels: Readonly<Record<string, string>>, key: string): boolean =>
+    Object.hasOwn(labels, key) && labels[key] === nodeSelector[key];
+  const satisfied = (labels: Readonly<Record<string, string>>, budget: WorkBudget): number | undefined => {
+    if (keys.length === 0) return 0;
+    const names = Object.keys(labels);
+    if (!budget.take(names.length)) return undefined;
+    let count = 0;
+    for (const name of names) if (Object.hasOwn(nodeSelector, name) && nodeSelector[name] === labels[name]) count++;
+    return count;
   };
   return {
     matches(labels, budget) {
-      const found = satisfied(labels, budget);
-      return found === undefined ? undefined : found.length === entries.length;
+      const count = satisfied(labels, budget);
+      return count === undefined ? undefined : count === keys.length;
     },
     firstFailure(labels, budget) {
-      const found = satisfied(labels, budget);
-      if (found === undefined) return unexplained;
-      if (found.length === entries.length) return undefined;
-      found.sort((a, b) => a - b);
-      let first = found.length;
-      for (const [i, index] of found.entries()) {
-        if (index !== i) {
-          first = i;
-          break;
-        }
-      }
-      const [key, value] = entries[first] ?? ['', ''];
+      const count = satisfied(labels, budget);
+      if (count === undefined) return unexplained;
+      if (count === keys.length) return undefined;
+      // At most `count` satisfied entries come before the first that is not.
+      if (!budget.take(count + 1)) return unexplained;
+      const key = keys.find((candidate) => !satisfiedBy(labels, candidate)) ?? '';
+      const value = nodeSelector[key] ?? '';
       const has = Object.hasOwn(labels, key)
         ? `the node has ${clip(key)}=${clip(labels[key] ?? '')}`
         : `the node does not have ${clip(key)}`;
@@ -206,11 +213,39 @@ function compileNodeSelector(nodeSelector: Readonly<Record<string, string>>): Co
 
 // ---- required terms ----------------------------------------------------------------------------
 
+/** Every empty term compiles to this one (a million of them fit in a pod). */
+const emptyTerm: CompiledTerm = { failure: ': an empty term matches no node', expressions: [], fields: [] };
+
+/**
+ * compileTerm for each term, paid from the budget: a unit per term, and per requirement a unit and
+ * one per value (each value is checked, and In/NotIn values are looked up later). Undefined when
+ * the budget runs out.
+ */
+function compileTerms(terms: readonly NodeSelectorTerm[], budget: WorkBudget): CompiledTerm[] | undefined {
+  if (!budget.take(terms.length)) return undefined;
+  const compiled = new Array<CompiledTerm>(terms.length);
+  // Indexed loops and a shared empty list: per term, an iterator or a `?? []` made for each of a
+  // million terms was most of what compiling them allocated.
+  for (let t = 0; t < terms.length; t++) {
+    const term = terms[t] ?? {};
+    const expressions = term.matchExpressions ?? none;
+    const fields = term.matchFields ?? none;
+    let units = expressions.length + fields.length;
+    for (let r = 0; r < expressions.length; r++) units += expressions[r]?.values?.length ?? 0;
+    for (let r = 0; r < fields.length; r++) units += fields[r]?.values?.length ?? 0;
+    if (!budget.take(units)) return undefined;
+    compiled[t] = units === 0 ? emptyTerm : compileTerm(term);
+  }
+  return compiled;
+}
+
+const none: readonly never[] = [];
+
 function compileTerm(term: NodeSelectorTerm): CompiledTerm {
   const expressions = term.matchExpressions ?? [];
   const fields = term.matchFields ?? [];
   if (expressions.length === 0 && fields.length === 0) {
-    return { failure: ': an empty term matches no node', expressions: [], fields: [] };
+    return emptyTerm;
   }
   // Parse errors are checked for the whole term first: upstream skips a term that does not parse.
   // Only the first message is built; the others are counted.
@@ -323,8 +358,10 @@ function knownValues(
   budget: WorkBudget,
 ): { known: Map<string, Set<string>>; covered: number } {
   const keys = new Set<string>();
-  for (const term of terms) {
-    for (const requirement of term.expressions) {
+  for (let t = 0; t < terms.length; t++) {
+    const expressions = (terms[t] as CompiledTerm).expressions;
+    for (let r = 0; r < expressions.length; r++) {
+      const requirement = expressions[r] as LabelRequirement;
       if (requirement.operator === 'In' || requirement.operator === 'NotIn') keys.add(requirement.key);
     }
   }
@@ -379,12 +416,18 @@ function indexTerms(terms: readonly CompiledTerm[], known: ReadonlyMap<string, R
   /** Per term: how many positive requirements it has; -1 for a term that can match no node. */
   const positives: number[] = [];
 
-  for (const [termId, term] of terms.entries()) {
+  for (let termId = 0; termId < terms.length; termId++) {
+    const term = terms[termId] as CompiledTerm;
+    // An empty term (most of a pod of a million) matches no node and files nothing.
+    if (term === emptyTerm) {
+      positives.push(-1);
+      continue;
+    }
     // A field other than metadata.name reads "" on every node: its requirement is settled here.
     // One that never holds makes the term match no node.
-    const settled = term.fields.filter((field) => field.key !== nodeNameField);
     const live =
-      term.failure === undefined && !settled.some((field) => (field.operator === 'In' ? field.value !== '' : field.value === ''));
+      term.failure === undefined &&
+      !term.fields.some((field) => field.key !== nodeNameField && (field.operator === 'In' ? field.value !== '' : field.value === ''));
     let count = 0;
     for (const requirement of term.expressions) {
       const id = termOf.length;

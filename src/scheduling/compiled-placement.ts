@@ -3,8 +3,9 @@
  * SchedulingWarnings needs: `fits` (its `schedulable`) and `firstReason` (its `reasons[0]`, with
  * long strings clipped). The pod is read once — tolerations indexed (./toleration-index.ts),
  * nodeSelector and required terms compiled for the nodes to be asked about
- * (./compiled-node-affinity.ts) — so a node costs O(its labels + taints), paid from a WorkBudget,
- * whatever the size of the pod.
+ * (./compiled-node-affinity.ts) — so a node costs O(its labels + taints), whatever the size of the
+ * pod. Reading the pod and every node is paid from a WorkBudget; when the budget cannot pay for
+ * reading the pod, `covered` is 0 and no node may be asked about.
  *
  * Only the scheduling judgement is compiled (not `running`, which only `tolerator simulate`
  * asks for, one node listing at a time). evaluatePlacement remains the plain transcription of
@@ -35,6 +36,9 @@ export interface CompiledPlacement {
 
 const unschedulableTaint: Taint = { key: TaintKey.NodeUnschedulable, effect: 'NoSchedule' };
 
+/** A pod whose reading the budget could not pay for: no node may be asked about. */
+const coversNothing: CompiledPlacement = { covered: 0, fits: () => undefined, firstReason: () => unexplained };
+
 /** Compiles `pod` for the nodes of `universe`, the only ones it may then be asked about. */
 export function compilePlacement(
   pod: Pod,
@@ -44,7 +48,8 @@ export function compilePlacement(
 ): CompiledPlacement {
   const spec = pod.spec ?? {};
   const tolerations = spec.tolerations ?? [];
-  const index = indexTolerations(tolerations, gates);
+  const index = indexTolerations(tolerations, gates, budget);
+  if (index === undefined) return coversNothing;
   const affinity = compileNodeAffinity(spec, universe, budget);
   const pinnedTo = spec.nodeName ?? '';
   // A pod with spec.nodeName never goes through the scheduler: the kubelet admits it, looking at

@@ -24,6 +24,7 @@
 import type { Taint, Toleration } from '../api/types.js';
 import type { ComparisonOperatorGate } from '../tolerations/matching.js';
 import { int64Max, int64Min, isDecimalInteger } from '../tolerations/numeric.js';
+import type { WorkBudget } from './work-budget.js';
 
 /** Thresholds sorted so that the ones a value passes form a prefix; `lowest[i]` is the lowest index in the first i + 1. */
 interface Thresholds {
@@ -49,7 +50,25 @@ function tripleKey(key: string, effect: string, value: string): string {
   return `${effect.length}:${key.length}:${effect}${key}${value}`;
 }
 
-export function indexTolerations(tolerations: readonly Toleration[], gates: ComparisonOperatorGate): TolerationIndex {
+/**
+ * Indexes `tolerations`; with a budget, first pays a unit per toleration from it and answers
+ * undefined when it cannot (a 3 MiB pod holds a million tolerations: building the index is the
+ * costliest part of reading the pod).
+ */
+export function indexTolerations(tolerations: readonly Toleration[], gates: ComparisonOperatorGate): TolerationIndex;
+export function indexTolerations(
+  tolerations: readonly Toleration[],
+  gates: ComparisonOperatorGate,
+  budget: WorkBudget,
+): TolerationIndex | undefined;
+export function indexTolerations(
+  tolerations: readonly Toleration[],
+  gates: ComparisonOperatorGate,
+  budget?: WorkBudget,
+): TolerationIndex | undefined {
+  if (budget !== undefined && !budget.take(tolerations.length)) {
+    return undefined;
+  }
   /** The keys some toleration names ("" among them when one matches every key): no other key needs a look-up. */
   const keys = new Set<string>();
   const exists = new Map<string, number>();

@@ -242,25 +242,55 @@ function describeValue(value: unknown): string {
  * Builds the variables for one request. JSON integers become BigInt (CEL int64); fractions stay
  * numbers (CEL double). Objects are copied, never modified. Each variable is converted the first
  * time an expression reads it: a group rule reads only `namespaceObject`, and converting the whole
- * pod for it was a twentieth of a review's CPU time (measured in bench/).
+ * pod for it was a twentieth of a review's CPU time (measured in bench/). A value given as a
+ * function (`request`, which the caller builds from the attributes) is built then too.
  */
 export function toCelVariables(values: Readonly<Record<AdmissionVariableName, unknown>>): CelVariables {
-  const converted: Record<string, unknown> = {};
-  for (const name of admissionVariableNames) {
-    let value: unknown;
-    let done = false;
-    Object.defineProperty(converted, name, {
-      enumerable: true,
-      get: () => {
-        if (!done) {
-          value = toCelValue(values[name]);
-          done = true;
-        }
-        return value;
-      },
-    });
+  return { converted: new LazyVariables(values) };
+}
+
+/** Not converted yet: undefined is a value (it converts to null), so it cannot mark that. */
+const pending: unique symbol = Symbol('pending');
+
+/**
+ * The admission variables, each converted on first read. The library reads a root variable as a
+ * plain property (`context[name]`), so getters on the class serve: one object per request,
+ * where defining four getters on a fresh object cost four closures and four defineProperty calls.
+ */
+class LazyVariables implements Readonly<Record<AdmissionVariableName, unknown>> {
+  readonly #values: Readonly<Record<AdmissionVariableName, unknown>>;
+  #object: unknown = pending;
+  #oldObject: unknown = pending;
+  #namespaceObject: unknown = pending;
+  #request: unknown = pending;
+
+  constructor(values: Readonly<Record<AdmissionVariableName, unknown>>) {
+    this.#values = values;
   }
-  return { converted: converted as Record<AdmissionVariableName, unknown> };
+
+  get object(): unknown {
+    if (this.#object === pending) this.#object = convertVariable(this.#values.object);
+    return this.#object;
+  }
+
+  get oldObject(): unknown {
+    if (this.#oldObject === pending) this.#oldObject = convertVariable(this.#values.oldObject);
+    return this.#oldObject;
+  }
+
+  get namespaceObject(): unknown {
+    if (this.#namespaceObject === pending) this.#namespaceObject = convertVariable(this.#values.namespaceObject);
+    return this.#namespaceObject;
+  }
+
+  get request(): unknown {
+    if (this.#request === pending) this.#request = convertVariable(this.#values.request);
+    return this.#request;
+  }
+}
+
+function convertVariable(value: unknown): unknown {
+  return toCelValue(typeof value === 'function' ? (value as () => unknown)() : value);
 }
 
 /**
@@ -286,9 +316,14 @@ export function toCelValue(value: unknown): unknown {
       if (field === undefined) {
         continue;
       }
-      // defineProperty, not assignment: a key named `__proto__` must stay a plain key.
       if (field === null || typeof field !== 'object') {
-        Object.defineProperty(shell, key, { value: toCelValue(field), enumerable: true, configurable: true });
+        // Assignment makes the same plain property at a fraction of defineProperty's cost; only a
+        // key named `__proto__` needs defineProperty, or it would set the shell's prototype.
+        if (key === '__proto__') {
+          Object.defineProperty(shell, key, { value: toCelValue(field), enumerable: true, configurable: true, writable: true });
+        } else {
+          shell[key] = toCelValue(field);
+        }
         continue;
       }
       Object.defineProperty(shell, key, {

@@ -8,7 +8,7 @@
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Toleration } from '../api/types.js';
-import { forbidden, invalid, notSupported, type FieldError } from '../validation/field-errors.js';
+import { FieldErrorList, forbidden, invalid, notSupported, type FieldError } from '../validation/field-errors.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { unmarshalTolerations } from './go-json-tolerations.js';
 import { matchingTolerationIn } from './matching.js';
@@ -28,16 +28,31 @@ const taintEffects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;
 
 /**
  * ValidateTolerations. `fieldPath` is the list's path (`spec.tolerations`); each toleration is
- * checked at `<fieldPath>[i]`. Absent string fields are `""`, as after Go's decoding.
+ * checked at `<fieldPath>[i]`. Absent string fields are `""`, as after Go's decoding. Given a
+ * FieldErrorList, the errors go into it (which keeps its first `limit`) and it is returned;
+ * otherwise every error is returned. A path is built only for an error kept, so a valid list
+ * costs no string per toleration.
  */
 export function validateTolerations(
   tolerations: readonly Toleration[],
   fieldPath: string,
   options: TolerationValidationOptions,
-): FieldError[] {
-  const errors: FieldError[] = [];
-  tolerations.forEach((toleration, i) => {
-    const path = `${fieldPath}[${i}]`;
+): FieldError[];
+export function validateTolerations(
+  tolerations: readonly Toleration[],
+  fieldPath: string,
+  options: TolerationValidationOptions,
+  errors: FieldErrorList,
+): FieldErrorList;
+export function validateTolerations(
+  tolerations: readonly Toleration[],
+  fieldPath: string,
+  options: TolerationValidationOptions,
+  into?: FieldErrorList,
+): FieldErrorList | FieldError[] {
+  const errors = into ?? new FieldErrorList(Infinity);
+  for (let i = 0; i < tolerations.length; i++) {
+    const toleration = tolerations[i] ?? {};
     const key = toleration.key ?? '';
     const operator = toleration.operator ?? '';
     const value = toleration.value ?? '';
@@ -47,57 +62,84 @@ export function validateTolerations(
     // Row 1: a non-empty key must be a qualified name; one error per message (ValidateLabelName).
     if (key.length > 0) {
       for (const message of isQualifiedName(key)) {
-        errors.push(invalid(`${path}.key`, key, message));
+        if (errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'key'), key, message));
       }
     }
     // Row 2: only `Exists` may leave the key empty ("match all values and all keys").
     if (key.length === 0 && operator !== 'Exists') {
-      errors.push(
-        invalid(`${path}.operator`, operator, 'operator must be Exists when `key` is empty, which means "match all values and all keys"'),
-      );
+      if (errors.keeps())
+        errors.add(
+          invalid(
+            pathAt(fieldPath, i, 'operator'),
+            operator,
+            'operator must be Exists when `key` is empty, which means "match all values and all keys"',
+          ),
+        );
     }
     // Row 3: tolerationSeconds only means something for NoExecute; an empty effect fails too.
     if (hasSeconds && effect !== 'NoExecute') {
-      errors.push(invalid(`${path}.effect`, effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
+      if (errors.keeps())
+        errors.add(invalid(pathAt(fieldPath, i, 'effect'), effect, "effect must be 'NoExecute' when `tolerationSeconds` is set"));
     }
-    errors.push(...validateOperatorAndValue(operator, value, path, options));
+    validateOperatorAndValue(operator, value, fieldPath, i, options, errors);
     // Row 5: an empty effect means "all effects"; any other value must be one of the three, exactly.
     if (effect.length > 0 && !(taintEffects as readonly string[]).includes(effect)) {
-      errors.push(notSupported(`${path}.effect`, effect, taintEffects));
+      if (errors.keeps()) errors.add(notSupported(pathAt(fieldPath, i, 'effect'), effect, taintEffects));
     }
-  });
-  return errors;
+  }
+  return into ?? errors.errors;
+}
+
+/** `<fieldPath>[i].<field>`, built only for an error that is kept. */
+function pathAt(fieldPath: string, i: number, field: string): string {
+  return `${fieldPath}[${i}].${field}`;
 }
 
 /** Rows 4a–4f: the operator decides what the value must look like. */
-function validateOperatorAndValue(operator: string, value: string, path: string, options: TolerationValidationOptions): FieldError[] {
+function validateOperatorAndValue(
+  operator: string,
+  value: string,
+  fieldPath: string,
+  i: number,
+  options: TolerationValidationOptions,
+  errors: FieldErrorList,
+): void {
   switch (operator) {
     case 'Equal':
     case '': {
       // 4a: upstream reports the value at `.operator`, all label-value messages joined with ";".
+      // The empty value is a valid one: no list of messages is made for it.
+      if (value === '') return;
       const messages = isValidLabelValue(value);
-      return messages.length > 0 ? [invalid(`${path}.operator`, value, messages.join(';'))] : [];
+      if (messages.length > 0 && errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'operator'), value, messages.join(';')));
+      return;
     }
     case 'Exists':
       // 4b: also at `.operator`, with the value as the bad value.
-      return value.length > 0 ? [invalid(`${path}.operator`, value, "value must be empty when `operator` is 'Exists'")] : [];
+      if (value.length > 0 && errors.keeps())
+        errors.add(invalid(pathAt(fieldPath, i, 'operator'), value, "value must be empty when `operator` is 'Exists'"));
+      return;
     case 'Lt':
     case 'Gt': {
       if (!options.allowComparisonOperators) {
         // 4c: the value is not looked at (upstream `break`s).
-        return [notSupported(`${path}.operator`, operator, operatorsWithComparison)];
+        if (errors.keeps()) errors.add(notSupported(pathAt(fieldPath, i, 'operator'), operator, operatorsWithComparison));
+        return;
       }
       // 4d and 4e: both checks run, so one value can earn two errors.
-      const errors = isDecimalInteger(value).map((message) => invalid(`${path}.value`, value, message));
+      for (const message of isDecimalInteger(value)) {
+        if (errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'value'), value, message));
+      }
       const parsed = parseInt64(value);
       if (parsed.error !== undefined) {
-        errors.push(invalid(`${path}.value`, value, parsed.error));
+        const error = parsed.error;
+        if (errors.keeps()) errors.add(invalid(pathAt(fieldPath, i, 'value'), value, error));
       }
-      return errors;
+      return;
     }
     default:
       // 4f: unknown operators (case matters: `exists`, `gt`) never list Lt/Gt.
-      return [notSupported(`${path}.operator`, operator, operatorsWithoutComparison)];
+      if (errors.keeps()) errors.add(notSupported(pathAt(fieldPath, i, 'operator'), operator, operatorsWithoutComparison));
   }
 }
 
@@ -114,14 +156,31 @@ export function validateOnlyAddedTolerations(
   oldTolerations: readonly Toleration[],
   fieldPath: string,
   options: TolerationValidationOptions,
-): FieldError[] {
+): FieldError[];
+export function validateOnlyAddedTolerations(
+  newTolerations: readonly Toleration[],
+  oldTolerations: readonly Toleration[],
+  fieldPath: string,
+  options: TolerationValidationOptions,
+  errors: FieldErrorList,
+): FieldErrorList;
+export function validateOnlyAddedTolerations(
+  newTolerations: readonly Toleration[],
+  oldTolerations: readonly Toleration[],
+  fieldPath: string,
+  options: TolerationValidationOptions,
+  into?: FieldErrorList,
+): FieldErrorList | FieldError[] {
+  const errors = into ?? new FieldErrorList(Infinity);
   // "Equal but for tolerationSeconds" is matchToleration; a set of the new list makes the check
   // linear (upstream searches the new list for each old toleration).
   const inNewList = matchingTolerationIn(newTolerations);
   if (!oldTolerations.every(inNewList)) {
-    return [forbidden(fieldPath, 'existing toleration can not be modified except its tolerationSeconds')];
+    if (errors.keeps()) errors.add(forbidden(fieldPath, 'existing toleration can not be modified except its tolerationSeconds'));
+  } else {
+    validateTolerations(newTolerations, fieldPath, options, errors);
   }
-  return validateTolerations(newTolerations, fieldPath, options);
+  return into ?? errors.errors;
 }
 
 /**
@@ -151,14 +210,29 @@ export function validateTolerationsInAnnotations(
   annotations: Readonly<Record<string, string>> | undefined,
   fieldPath: string,
   options: TolerationValidationOptions,
-): FieldError[] {
+): FieldError[];
+export function validateTolerationsInAnnotations(
+  annotations: Readonly<Record<string, string>> | undefined,
+  fieldPath: string,
+  options: TolerationValidationOptions,
+  errors: FieldErrorList,
+): FieldErrorList;
+export function validateTolerationsInAnnotations(
+  annotations: Readonly<Record<string, string>> | undefined,
+  fieldPath: string,
+  options: TolerationValidationOptions,
+  into?: FieldErrorList,
+): FieldErrorList | FieldError[] {
+  const errors = into ?? new FieldErrorList(Infinity);
   const raw: unknown = annotations?.[tolerationsAnnotationKey];
-  if (typeof raw !== 'string' || raw === '') {
-    return [];
+  if (typeof raw === 'string' && raw !== '') {
+    const decoded = unmarshalTolerations(raw, 'core');
+    if (decoded.error !== undefined) {
+      const error = decoded.error;
+      if (errors.keeps()) errors.add(invalid(fieldPath, tolerationsAnnotationKey, error));
+    } else {
+      validateTolerations(decoded.tolerations, `${fieldPath}.${tolerationsAnnotationKey}`, options, errors);
+    }
   }
-  const decoded = unmarshalTolerations(raw, 'core');
-  if (decoded.error !== undefined) {
-    return [invalid(fieldPath, tolerationsAnnotationKey, decoded.error)];
-  }
-  return validateTolerations(decoded.tolerations, `${fieldPath}.${tolerationsAnnotationKey}`, options);
+  return into ?? errors.errors;
 }

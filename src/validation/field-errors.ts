@@ -41,6 +41,44 @@ export interface FieldError {
   readonly detail: string;
 }
 
+/**
+ * How many field errors a list keeps; the rest are counted. Upstream keeps every one, and a 3 MiB
+ * pod of a million empty tolerations has a million: building them took 70 s and 2 GB of heap, for
+ * a denial of 350 MB (bench/RESULTS.md). Each rendered error is at least about 64 bytes (the
+ * shortest, `spec.tolerations[0].effect: Unsupported value: …`, with its cause beside it in
+ * `details.causes`), so 1,000 already fill 64 KiB: more could not be shown in a bounded denial.
+ */
+export const maxFieldErrors = 1_000;
+
+/**
+ * field.ErrorList, bounded: the first `limit` errors in upstream's order, and how many more there
+ * were. A caller asks `keeps()` before it builds an error, `if (errors.keeps()) errors.add(…)`, so
+ * an error past the limit is counted without a path, a message or a closure being made for it.
+ */
+export class FieldErrorList {
+  readonly errors: FieldError[] = [];
+  /** Errors found past the limit, not kept. */
+  omitted = 0;
+
+  constructor(readonly limit: number = maxFieldErrors) {}
+
+  /** Whether the next error is kept; when it is not, it is counted here. */
+  keeps(): boolean {
+    if (this.errors.length < this.limit) return true;
+    this.omitted++;
+    return false;
+  }
+
+  /** Adds an error `keeps()` said is kept. */
+  add(error: FieldError): void {
+    this.errors.push(error);
+  }
+
+  get empty(): boolean {
+    return this.errors.length === 0 && this.omitted === 0;
+  }
+}
+
 export function invalid(field: string, badValue: unknown, detail: string): FieldError {
   return { type: 'FieldValueInvalid', field, badValue, detail };
 }

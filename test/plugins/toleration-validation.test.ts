@@ -1,7 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { JsonObject, Toleration } from '../../src/api/types.js';
-import { aggregateMessage, errorMessage } from '../../src/validation/field-errors.js';
+import { aggregateMessage, errorMessage, maxFieldErrors } from '../../src/validation/field-errors.js';
 import type { AdmissionAttributes, Operation, PluginContext } from '../../src/plugins/plugin.js';
 import { createTolerationValidation } from '../../src/plugins/toleration-validation.js';
 import { admissionAttributes, pluginContext, podResource, type RequestResource } from '../support/plugin-inputs.js';
@@ -413,6 +413,8 @@ describe('TolerationValidation: a pod with more errors than a call has room for 
     const attrs = attributes(podResource, 'UPDATE', pod(bad), pod(bad));
     const outcome = plugin.validate(attrs.object ?? {}, attrs, context(false));
     assert.equal(outcome.denial?.reason, 'Invalid');
-    assert.equal(outcome.denial.errors.length, 2 * 4 * bad.length);
+    // The first maxFieldErrors are kept and the rest counted, so the denial stays bounded.
+    assert.equal(outcome.denial.errors.length, maxFieldErrors);
+    assert.equal(outcome.denial.omittedErrors, 2 * 4 * bad.length - maxFieldErrors);
   });
 });

@@ -88,8 +88,10 @@ describe('SchedulingWarnings stays within its budget', () => {
   });
 
   it('a budget that runs out while explaining a node: the node is counted, its reason says it was not worked out', () => {
-    // 40 units: 6 to read the zone label of the three nodes, 25 to check node-0 (3 for its taints,
-    // 22 for its ten labels read twice and the name), 9 left of the 27 its reason needs.
+    // 40 units: 5 to read the pod (its toleration, once for each warning, and its term: a unit
+    // for the term, one for its requirement, one for its value), 6 to read the zone label of the
+    // three nodes, 25 to check node-0 (3 for its taints, 22 for its ten labels read twice and the
+    // name), 4 left of the 27 its reason needs.
     const [warning = ''] = schedulingWarnings(unfit, cluster(3), gates, 40);
     assert.match(
       warning,
@@ -99,7 +101,8 @@ describe('SchedulingWarnings stays within its budget', () => {
 
   it('the non-integer taint warning stops early too, and says so', () => {
     const gt = pod({ tolerations: [{ key: 'example.com/gen', operator: 'Gt', value: '5', effect: 'NoSchedule' }, tolerateAll] });
-    const [warning = ''] = schedulingWarnings(gt, cluster(10), gates, 7);
+    // 9 units: 2 to read the pod's two tolerations, 3 for each of two nodes (itself and its two taints).
+    const [warning = ''] = schedulingWarnings(gt, cluster(10), gates, 9);
     assert.equal(
       warning,
       'spec.tolerations[0] (example.com/gen Gt 5): the taint example.com/gen has a value that is not a canonical integer on node-0 ("high"); node-1 ("high"); Gt never tolerates such a taint (checked 2 of 10 known nodes; stopped early)',

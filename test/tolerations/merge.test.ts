@@ -2,7 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Toleration } from '../../src/api/types.js';
-import { isSuperset, mergeTolerations, verifyAgainstWhitelist } from '../../src/tolerations/merge.js';
+import { isSuperset, mergeIndexed, mergeTolerations, verifyAgainstWhitelist, verifyIndexed } from '../../src/tolerations/merge.js';
 
 /** The named tolerations of upstream pkg/util/tolerations/tolerations_test.go. */
 const named = {
@@ -563,17 +563,33 @@ describe('mergeTolerations and verifyAgainstWhitelist agree with upstream’s pa
   const list = fc.array(toleration, { maxLength: 14 });
   const params = { seed: 5471, numRuns: 5000 };
 
-  it('mergeTolerations keeps the same objects, in the same order', () => {
+  // mergeTolerations compares pairs for a short list and indexes a long one: both are checked
+  // here on the same lists, the indexed one through its own export.
+  for (const [name, merge] of [
+    ['mergeTolerations', mergeTolerations],
+    ['the indexed merge', (first: readonly Toleration[], second: readonly Toleration[]) => mergeIndexed([...first, ...second])],
+  ] as const) {
+    it(`${name} keeps the same objects, in the same order`, () => {
+      fc.assert(
+        fc.property(list, list, (first, second) => {
+          const got = merge(first, second);
+          const want = referenceMerge(first, second);
+          assert.equal(got.length, want.length, `kept ${JSON.stringify(got)}, upstream keeps ${JSON.stringify(want)}`);
+          got.forEach((t, i) => {
+            assert.equal(t, want[i], `element ${i}: ${JSON.stringify(t)} where upstream keeps ${JSON.stringify(want[i])}`);
+          });
+        }),
+        params,
+      );
+    });
+  }
+
+  it('mergeTolerations of a list longer than the pairwise bound keeps what upstream keeps', () => {
     fc.assert(
-      fc.property(list, list, (first, second) => {
-        const got = mergeTolerations(first, second);
-        const want = referenceMerge(first, second);
-        assert.equal(got.length, want.length, `kept ${JSON.stringify(got)}, upstream keeps ${JSON.stringify(want)}`);
-        got.forEach((t, i) => {
-          assert.equal(t, want[i], `element ${i}: ${JSON.stringify(t)} where upstream keeps ${JSON.stringify(want[i])}`);
-        });
+      fc.property(fc.array(toleration, { minLength: 33, maxLength: 60 }), list, (first, second) => {
+        assert.deepEqual(mergeTolerations(first, second), referenceMerge(first, second));
       }),
-      params,
+      { seed: 5471, numRuns: 500 },
     );
   });
 
@@ -583,6 +599,7 @@ describe('mergeTolerations and verifyAgainstWhitelist agree with upstream’s pa
         const first = [...list];
         for (const position of positions) first.splice(position % (first.length + 1), 0, repeated);
         assert.deepEqual(mergeTolerations(first, [repeated]), referenceMerge(first, [repeated]));
+        assert.deepEqual(mergeIndexed([...first, repeated]), referenceMerge(first, [repeated]));
       }),
       params,
     );
@@ -592,6 +609,7 @@ describe('mergeTolerations and verifyAgainstWhitelist agree with upstream’s pa
     fc.assert(
       fc.property(list, list, (tolerations, whitelist) => {
         assert.equal(verifyAgainstWhitelist(tolerations, whitelist), referenceVerify(tolerations, whitelist));
+        assert.equal(verifyIndexed(tolerations, whitelist), referenceVerify(tolerations, whitelist));
       }),
       params,
     );
