@@ -110,7 +110,7 @@ export function denialStatus(denial: Denial): DenialStatus {
       name: denial.name,
       ...(denial.group === '' ? {} : { group: denial.group }),
       kind: denial.kind,
-      causes: boundedCauses(denial.errors),
+      causes: boundedCauses(denial.errors, omitted),
     },
     code: 422,
   };
@@ -119,13 +119,14 @@ export function denialStatus(denial: Denial): DenialStatus {
 /**
  * errors.NewInvalid's causes, one per field error (duplicates included, as upstream), within
  * maxCauses and statusTextBytes.causes; past either, a last cause `and N more causes, left out`.
- * Renders only the causes it keeps.
+ * `omitted` errors were never built (past maxFieldErrors) but are causes all the same: they count
+ * among those left out. Renders only the causes it keeps.
  */
-function boundedCauses(errors: readonly FieldError[]): StatusCause[] {
+function boundedCauses(errors: readonly FieldError[], omitted: number): StatusCause[] {
   const causes: StatusCause[] = [];
   let bytes = 0;
   for (const [i, error] of errors.entries()) {
-    const left = errors.length - i;
+    const left = errors.length - i + omitted;
     const cause = {
       reason: error.type,
       message: clipToBytes(errorBody(error), maxItemBytes),
@@ -140,6 +141,9 @@ function boundedCauses(errors: readonly FieldError[]): StatusCause[] {
     }
     causes.push(cause);
     bytes += size;
+  }
+  if (omitted > 0 && causes.length === errors.length) {
+    causes.push({ reason: 'FieldValueTooMany', message: `and ${omitted} more causes, left out`, field: '' });
   }
   return causes;
 }
