@@ -314,6 +314,22 @@ async function main(): Promise<void> {
         .join(' ')}`,
     ]);
   };
+  /** One section alone (`--only NAME`): printed, spliced into bench/RESULTS.md, the temporary folder removed. */
+  const runAlone = async (
+    label: string,
+    produce: () => string[] | Promise<string[]>,
+    splice: (text: string, section: readonly string[]) => string,
+  ): Promise<void> => {
+    try {
+      const section = await produce();
+      for (const line of section) out(line);
+      const file = join(root, 'bench', 'RESULTS.md');
+      writeFileSync(file, splice(readFileSync(file, 'utf8'), section));
+      note(`replaced the ${label} section of bench/RESULTS.md`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  };
   if (flags.only === 'scale') {
     const load = new LoadGenerator(root);
     try {
@@ -358,15 +374,7 @@ async function main(): Promise<void> {
     return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
   };
   if (flags.only === 'regex') {
-    try {
-      const section = regex();
-      for (const line of section) out(line);
-      const file = join(root, 'bench', 'RESULTS.md');
-      writeFileSync(file, spliceRegexSection(readFileSync(file, 'utf8'), section));
-      note('replaced the CEL regular-expression section of bench/RESULTS.md');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await runAlone('CEL regular-expression', regex, spliceRegexSection);
     return;
   }
   /** The patch section: its lines. */
@@ -384,51 +392,19 @@ async function main(): Promise<void> {
     return [...section.slice(0, 3), ...header, '', ...section.slice(3)];
   };
   if (flags.only === 'patch') {
-    try {
-      const section = await patch();
-      for (const line of section) out(line);
-      const file = join(root, 'bench', 'RESULTS.md');
-      writeFileSync(file, splicePatchSection(readFileSync(file, 'utf8'), section));
-      note('replaced the patch section of bench/RESULTS.md');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await runAlone('patch', patch, splicePatchSection);
     return;
   }
   if (flags.only === 'audit') {
-    try {
-      const section = await audit();
-      for (const line of section) out(line);
-      const file = join(root, 'bench', 'RESULTS.md');
-      writeFileSync(file, spliceAuditSection(readFileSync(file, 'utf8'), section));
-      note('replaced the audit section of bench/RESULTS.md');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await runAlone('audit', audit, spliceAuditSection);
     return;
   }
   if (flags.only === 'starvation') {
-    try {
-      const section = await starvation();
-      for (const line of section) out(line);
-      const file = join(root, 'bench', 'RESULTS.md');
-      writeFileSync(file, spliceStarvationSection(readFileSync(file, 'utf8'), section));
-      note('replaced the starvation section of bench/RESULTS.md');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await runAlone('starvation', starvation, spliceStarvationSection);
     return;
   }
   if (flags.only === 'worst') {
-    try {
-      const section = await worst();
-      for (const line of section) out(line);
-      const file = join(root, 'bench', 'RESULTS.md');
-      writeFileSync(file, spliceWorstSection(readFileSync(file, 'utf8'), section));
-      note('replaced the worst-review section of bench/RESULTS.md');
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    await runAlone('worst-review', worst, spliceWorstSection);
     return;
   }
   const state10 = clusterState(10);
