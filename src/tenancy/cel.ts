@@ -28,6 +28,15 @@
  * refuses and reads others differently (`\z`, `(?i)`). So every regex function here runs on re2js,
  * a port of RE2/J, itself a port of Go's regexp: the same syntax, limits and messages
  * (`error parsing regexp: …`), linear time whatever the process flags. See rewriteRegexCalls.
+ *
+ * Strings. Three functions of Kubernetes CEL's strings extension (cel-go ext/strings.go) are
+ * JavaScript's own in the library, which read more than ASCII or another set of spaces:
+ * `lowerAscii()`/`upperAscii()` are `toLowerCase()`/`toUpperCase()` (the Kelvin sign K becomes k,
+ * so `'platform-\u212Ait'.lowerAscii() == 'platform-kit'`), and `trim()` is JavaScript's trim (it
+ * removes U+FEFF, which Go's strings.TrimSpace keeps, and keeps U+0085, which Go removes). A rule
+ * comparing a requester's name after one of them would answer otherwise than the API server's
+ * CEL for a name an identity provider lets its owner choose. Each call is renamed to cel-go's
+ * version (ascii-and-space functions below), as the regex functions are.
  */
 import { Environment, EvaluationError, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
 import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
@@ -75,6 +84,67 @@ class CompiledRegex {
 const regexType = 'tolerator.RegexPattern';
 const re2Matches = 'toleratorRe2Matches';
 
+/** Only code units below 0x80: there JavaScript's case mapping is ASCII's, and native. */
+const asciiOnly = /^[^\u0080-\uffff]*$/;
+
+/**
+ * cel-go's lowerAscii/upperAscii: only A-Z (or a-z) change, one code unit at a time (every other
+ * code unit, surrogates included, is copied), so the result has the input's length. An ASCII
+ * string (names, labels: the usual case) takes the native toLowerCase/toUpperCase, which agree.
+ */
+function mapAsciiLetters(text: string, from: number, to: number): string {
+  if (asciiOnly.test(text)) {
+    return from < to ? text.toLowerCase() : text.toUpperCase();
+  }
+  let out = '';
+  let copiedUpTo = 0;
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i);
+    if (code >= from && code <= from + 25) {
+      out += text.slice(copiedUpTo, i) + String.fromCharCode(code - from + to);
+      copiedUpTo = i + 1;
+    }
+  }
+  return copiedUpTo === 0 ? text : out + text.slice(copiedUpTo);
+}
+
+/**
+ * Go's unicode.IsSpace, what strings.TrimSpace (cel-go's trim()) removes: the Latin-1 spaces
+ * (\t \n \v \f \r, space, U+0085, U+00A0) and, above Latin-1, the White_Space property
+ * (U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000). All are single UTF-16 units.
+ */
+function isGoSpace(code: number): boolean {
+  return (
+    (code >= 0x09 && code <= 0x0d) ||
+    code === 0x20 ||
+    code === 0x85 ||
+    code === 0xa0 ||
+    code === 0x1680 ||
+    (code >= 0x2000 && code <= 0x200a) ||
+    code === 0x2028 ||
+    code === 0x2029 ||
+    code === 0x202f ||
+    code === 0x205f ||
+    code === 0x3000
+  );
+}
+
+/** strings.TrimSpace, in one pass from each end (a regex `\s+$` would backtrack on a tenant's long run of spaces). */
+function goTrimSpace(text: string): string {
+  let start = 0;
+  let end = text.length;
+  while (start < end && isGoSpace(text.charCodeAt(start))) start++;
+  while (end > start && isGoSpace(text.charCodeAt(end - 1))) end--;
+  return text.slice(start, end);
+}
+
+/** Kubernetes CEL's string functions the library defines otherwise, and the names of cel-go's versions here. */
+const goStringFunctions: ReadonlyMap<string, string> = new Map([
+  ['lowerAscii', 'toleratorLowerAscii'],
+  ['upperAscii', 'toleratorUpperAscii'],
+  ['trim', 'toleratorTrim'],
+]);
+
 /** Go's `FindAllString(s, n)`: n < 0 finds all; re2js answers null where Go answers nil, which CEL shows as []. */
 function findAll(text: string, pattern: CompiledRegex, limit: bigint): string[] {
   // A limit beyond 2^53 still means "more matches than the string can hold".
@@ -96,7 +166,11 @@ const environment = admissionVariableNames
   // Go's FindString: the leftmost match, '' when there is none.
   .registerFunction(`string.find(${regexType}): string`, (text: string, pattern: CompiledRegex) => pattern.regex.re2().find(text) as string)
   .registerFunction(`string.findAll(${regexType}): list<string>`, (text: string, pattern: CompiledRegex) => findAll(text, pattern, -1n))
-  .registerFunction(`string.findAll(${regexType}, int): list<string>`, findAll);
+  .registerFunction(`string.findAll(${regexType}, int): list<string>`, findAll)
+  // 0x41 'A', 0x61 'a': the distance between the cases is 32 in ASCII.
+  .registerFunction('string.toleratorLowerAscii(): string', (text: string) => mapAsciiLetters(text, 0x41, 0x61))
+  .registerFunction('string.toleratorUpperAscii(): string', (text: string) => mapAsciiLetters(text, 0x61, 0x41))
+  .registerFunction('string.toleratorTrim(): string', goTrimSpace);
 
 /** Where in the expression text a problem is: 0-based offset, 1-based line and column. */
 export interface ExpressionPosition {
@@ -356,8 +430,9 @@ const regexFunctions: readonly {
 
 /**
  * Compiles the pattern of every regex call with RE2 and puts the compiled pattern in its place,
- * renaming `x.matches(…)` to the RE2 function. Before type checking, so the checker picks the RE2
- * overloads. Returns the first problem and where it is:
+ * renaming `x.matches(…)` to the RE2 function, and renames `lowerAscii()`, `upperAscii()` and
+ * `trim()` to cel-go's versions (goStringFunctions). Before type checking, so the checker picks
+ * these overloads. Returns the first problem and where it is:
  *
  * - a pattern RE2 refuses (`(?=x)`, `\1`, `(a`, `a{1001}`): Kubernetes CEL compiles literal
  *   patterns when it builds the program (cel-go's regex optimizations, which the API server turns
@@ -380,6 +455,10 @@ function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | und
     }
     if (!isAstNode(node)) {
       return;
+    }
+    const goName = goStringFunctionOf(node);
+    if (goName !== undefined) {
+      (node.args as unknown[])[0] = goName;
     }
     const call = regexCallOf(node);
     if (call !== undefined) {
@@ -413,6 +492,15 @@ function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | und
   return problem;
 }
 
+/** The name of cel-go's version for a receiver call `x.lowerAscii()`, `x.upperAscii()` or `x.trim()`. */
+function goStringFunctionOf(node: ASTNode): string | undefined {
+  if (node.op !== 'rcall') {
+    return undefined;
+  }
+  const [name, , callArguments] = node.args as unknown[];
+  return typeof name === 'string' && Array.isArray(callArguments) && callArguments.length === 0 ? goStringFunctions.get(name) : undefined;
+}
+
 function regexCallOf(node: ASTNode): { name: string; patternNode: ASTNode } | undefined {
   if (node.op !== 'rcall' && node.op !== 'call') {
     return undefined;
@@ -429,9 +517,13 @@ function regexCallOf(node: ASTNode): { name: string; patternNode: ASTNode } | un
   return isAstNode(patternNode) ? { name, patternNode } : undefined;
 }
 
-/** A message of the library, with the names rewriteRegexCalls gave spelt as the policy author wrote them. */
+/** A message of the library, with the names rewriteRegexCalls gave (regex and string functions) spelt as the policy author wrote them. */
 function celSpelling(message: string): string {
-  return message.replaceAll(re2Matches, 'matches').replaceAll(regexType, 'string');
+  let spelt = message.replaceAll(re2Matches, 'matches').replaceAll(regexType, 'string');
+  for (const [name, goName] of goStringFunctions) {
+    spelt = spelt.replaceAll(goName, name);
+  }
+  return spelt;
 }
 
 /** The admission variables an expression names (a comprehension variable of the same name counts too). */
