@@ -164,7 +164,7 @@ describe('audit rules: what is left out', () => {
   it('invalid-toleration of a pod of 5,000 comparison tolerations read with the gate off is one bounded finding', () => {
     const tolerations = Array.from({ length: 5_000 }, (_, i) => ({ key: `k${i}`, operator: 'Gt', value: '1', effect: 'NoSchedule' }));
     const pod = storedPod({ namespace: 'shared', name: 'many-gt', node: 'plain', burstable: false, tolerations }) as Pod;
-    const result = auditPod(pod, { node: auditNodes[2], nodesKnown: true }, settings());
+    const result = auditPod(pod, { namespace: undefined, node: auditNodes[2], nodesKnown: true }, settings());
     const found = result.violations?.filter((violation) => violation.rule === 'invalid-toleration') ?? [];
     assert.equal(found.length, 1);
     const [only] = found;
