@@ -15,7 +15,7 @@
  * Every answer carries a reason naming the term and requirement that failed, for a person.
  */
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
-import { parseInt64 } from '../tolerations/numeric.js';
+import { parseInt64 } from '../api/go-strconv.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 
 export interface AffinityVerdict {

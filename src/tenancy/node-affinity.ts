@@ -11,6 +11,7 @@
  * All functions are pure; the mutating one returns a copy that shares every untouched part with
  * its input (same object identity), so the JSON Patch diff touches only what changed.
  */
+import { parseInt64 } from '../api/go-strconv.js';
 import { clipText, listedItems, spellOut } from '../api/text-bounds.js';
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 
@@ -157,8 +158,8 @@ function admitsValue(requirement: NodeSelectorRequirement, value: string): boole
     case 'Gt':
     case 'Lt': {
       // Both sides are parsed with strconv.ParseInt(s, 10, 64); a label that does not parse never matches.
-      const label = parseInt64(value);
-      const bound = parseInt64(values[0] ?? '');
+      const label = parseInt64(value).value;
+      const bound = parseInt64(values[0] ?? '').value;
       if (label === undefined || bound === undefined) {
         return false;
       }
@@ -167,23 +168,6 @@ function admitsValue(requirement: NodeSelectorRequirement, value: string): boole
     default:
       return true;
   }
-}
-
-const int64Min = -(2n ** 63n);
-const int64Max = 2n ** 63n - 1n;
-
-/** Go's strconv.ParseInt(s, 10, 64): optional sign, ASCII digits, within int64. */
-function parseInt64(text: string): bigint | undefined {
-  if (!/^[+-]?[0-9]+$/.test(text)) {
-    return undefined;
-  }
-  // No int64 has more than 19 digits after its leading zeros; BigInt would read a megabyte of them
-  // in time that grows faster than their number.
-  if (text.replace(/^[+-]?0*/, '').length > 19) {
-    return undefined;
-  }
-  const value = BigInt(text);
-  return value < int64Min || value > int64Max ? undefined : value;
 }
 
 /**
