@@ -515,20 +515,12 @@ function referencedVariables(root: ASTNode): ReadonlySet<AdmissionVariableName> 
  * computed index or a function call reports what it selected up to there.
  */
 export function tenantWrittenReads(root: ASTNode): string[] {
-  const reads = new Set<string>();
-  const enter = (node: ASTNode): boolean => {
-    const chain = selectionChain(node);
-    if (chain === undefined) return true;
-    const [variable, ...fields] = chain.path;
-    if ((variable === 'object' || variable === 'oldObject') && !(fields[0] === 'metadata' && fields[1] === 'namespace')) {
-      // Labels and annotations are named as a whole: which key is read does not change who writes it.
-      reads.add([variable, ...fields.slice(0, 2)].join('.'));
-    }
-    walkCel(chain.computedIndexes, enter);
-    return false;
-  };
-  walkCel(root, enter);
-  return [...reads];
+  return chainReads(root, ([variable, ...fields]) =>
+    (variable === 'object' || variable === 'oldObject') && !(fields[0] === 'metadata' && fields[1] === 'namespace')
+      ? // Labels and annotations are named as a whole: which key is read does not change who writes it.
+        [variable, ...fields.slice(0, 2)].join('.')
+      : undefined,
+  );
 }
 
 /**
@@ -542,14 +534,20 @@ export function tenantWrittenReads(root: ASTNode): string[] {
  * restricting who may create which names.
  */
 export function namespaceNameReads(root: ASTNode): string[] {
+  return chainReads(root, namespaceNameRead);
+}
+
+/**
+ * What `readOf` names among the selection chains of an expression (each chain once, from its
+ * variable; the computed indexes met on the way are expressions of their own and walked too).
+ */
+function chainReads(root: ASTNode, readOf: (path: readonly string[]) => string | undefined): string[] {
   const reads = new Set<string>();
   const enter = (node: ASTNode): boolean => {
     const chain = selectionChain(node);
     if (chain === undefined) return true;
-    const name = namespaceNameRead(chain.path);
-    if (name !== undefined) {
-      reads.add(name);
-    }
+    const read = readOf(chain.path);
+    if (read !== undefined) reads.add(read);
     walkCel(chain.computedIndexes, enter);
     return false;
   };

@@ -11,9 +11,9 @@
  * All functions are pure; the mutating one returns a copy that shares every untouched part with
  * its input (same object identity), so the JSON Patch diff touches only what changed.
  */
-import { parseInt64 } from '../api/go-strconv.js';
 import { clipText, listedItems, spellOut } from '../api/text-bounds.js';
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
+import { integerBoundMatches } from '../scheduling/required-node-affinity.js';
 
 const termsPath = 'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
 
@@ -156,15 +156,8 @@ function admitsValue(requirement: NodeSelectorRequirement, value: string): boole
     case 'DoesNotExist':
       return false;
     case 'Gt':
-    case 'Lt': {
-      // Both sides are parsed with strconv.ParseInt(s, 10, 64); a label that does not parse never matches.
-      const label = parseInt64(value).value;
-      const bound = parseInt64(values[0] ?? '').value;
-      if (label === undefined || bound === undefined) {
-        return false;
-      }
-      return requirement.operator === 'Gt' ? label > bound : label < bound;
-    }
+    case 'Lt':
+      return integerBoundMatches(requirement.operator, value, values[0]);
     default:
       return true;
   }
