@@ -12,9 +12,9 @@ import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
 import { pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError } from './flags.js';
-import { admissionFlags, readAdmissionSettings } from './options.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { UsageError, type ParsedFlags } from './flags.js';
+import { readAdmissionSettings } from './options.js';
 import { offlineFlags } from './review.js';
 import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
 
@@ -243,12 +243,16 @@ export function policyCautionLines(set: PolicySet): string[] {
   return set.policies.flatMap((policy) => policy.cautions.map((caution) => `caution: ${caution}`));
 }
 
-export async function explainCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  const flags = parseFlags(argv, offlineFlags);
-  if (flags.values.get('help') === true || flags.positionals.length === 0) {
-    io.stdout(`Usage: tolerator explain MANIFEST... [flags]\n\n${usage(admissionFlags)}\n`);
-    return flags.positionals.length === 0 ? 2 : 0;
-  }
+export const explainCommand: CommandDefinition = {
+  name: 'explain',
+  summary: 'for pod or workload manifests and the cluster state, which group applies and every change, with its reason',
+  arguments: [['<manifest...>', 'files of Pods or workloads, multi-document YAML or JSON; - for standard input']],
+  flags: offlineFlags,
+  outcomes: { ok: 'every pod is allowed', found: 'a pod is denied' },
+  run: explain,
+};
+
+async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const settings = readAdmissionSettings(flags);
   const logger = io.log();
   const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {

@@ -6,31 +6,36 @@
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import { buildAdmissionResponse, type AdmissionReviewResponse } from '../admission/response.js';
 import { parseAdmissionReview } from '../admission/review.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError, type FlagSpec } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
 
 export const reviewFlags = {
-  webhook: { kind: 'string', placeholder: 'mutate|validate', help: 'run one webhook only (default: both, mutate then validate)' },
+  webhook: {
+    kind: 'string',
+    placeholder: 'mutate|validate',
+    help: 'run one webhook only (default: both, mutate then validate)',
+    choices: ['mutate', 'validate'],
+  },
 } as const;
 
 /** The flags of `review`; `explain` takes the same, so a review's command line can be re-run as an explanation. */
 export const offlineFlags = {
   ...admissionFlags,
   ...reviewFlags,
-  help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 
-export async function reviewCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  const flags = parseFlags(argv, offlineFlags);
-  if (flags.values.get('help') === true) {
-    io.stdout(`Usage: tolerator review [FILE|-] [flags]\n\n${usage(offlineFlags)}\n`);
-    return 0;
-  }
-  if (flags.positionals.length > 1) {
-    throw new UsageError('review takes one file (or - for standard input)');
-  }
+export const reviewCommand: CommandDefinition = {
+  name: 'review',
+  summary: 'read an AdmissionReview (file or -) and print the response, as the server would answer',
+  arguments: [['[file]', 'the AdmissionReview, JSON (default: - for standard input)']],
+  flags: offlineFlags,
+  outcomes: { ok: 'the review is allowed', found: 'the review is denied' },
+  run: review,
+};
+
+async function review(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const settings = readAdmissionSettings(flags);
   const sides = reviewSides(flags.values.get('webhook') as string | undefined);
   const logger = io.log();
