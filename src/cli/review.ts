@@ -4,11 +4,13 @@
  * mutating plugins, then the validating ones on the mutated object.
  */
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
-import { buildAdmissionResponse, type AdmissionReviewResponse } from '../admission/response.js';
+import { buildAdmissionResponse, type AdmissionDecision, type AdmissionReviewResponse } from '../admission/response.js';
+import { stringify } from 'yaml';
 import { parseAdmissionReview } from '../admission/review.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
+import { applyJsonPatch } from './policy-test.js';
 import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
 
 export const reviewFlags = {
@@ -18,7 +20,11 @@ export const reviewFlags = {
     help: 'run one webhook only (default: both, mutate then validate)',
     choices: ['mutate', 'validate'],
   },
-} as const;
+} as const satisfies Record<string, FlagSpec>;
+
+/** `review -o`: what of the answer to print. */
+export const reviewOutputs = ['review', 'json', 'yaml', 'patch', 'object'] as const;
+type ReviewOutput = (typeof reviewOutputs)[number];
 
 /** The flags of `review`; `explain` takes the same, so a review's command line can be re-run as an explanation. */
 export const offlineFlags = {
@@ -26,12 +32,24 @@ export const offlineFlags = {
   ...reviewFlags,
 } as const satisfies Record<string, FlagSpec>;
 
+const reviewCommandFlags = {
+  ...offlineFlags,
+  output: {
+    kind: 'string',
+    placeholder: 'FORMAT',
+    short: 'o',
+    help: 'review (default) or json: the AdmissionReview the server would answer, as JSON; yaml: the same as YAML; patch: the JSON Patch, decoded; object: the object after the patch, as YAML',
+    choices: reviewOutputs,
+  },
+} as const satisfies Record<string, FlagSpec>;
+
 export const reviewCommand: CommandDefinition = {
   name: 'review',
   summary: 'read an AdmissionReview (file or -) and print the response, as the server would answer',
   arguments: [['[file]', 'the AdmissionReview, JSON (default: - for standard input)']],
-  flags: offlineFlags,
+  flags: reviewCommandFlags,
   outcomes: { ok: 'the review is allowed', found: 'the review is denied' },
+  details: 'With -o patch or -o object, a denial prints nothing on stdout and its message on stderr.',
   run: review,
 };
 
@@ -44,9 +62,28 @@ async function review(flags: ParsedFlags, io: CommandIo): Promise<number> {
   });
   const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
   const input = readReviewInput(flags.positionals[0], io);
-  const response = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
-  io.stdout(`${JSON.stringify(response, null, 2)}\n`);
-  return response.response.allowed ? 0 : 1;
+  const output = (flags.values.get('output') as ReviewOutput | undefined) ?? 'review';
+  const { response, decision, object } = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
+  if ((output === 'patch' || output === 'object') && !decision.allowed) {
+    io.stderr(`tolerator review: denied: ${response.response.status?.message ?? ''}\n`);
+    return 1;
+  }
+  switch (output) {
+    case 'review':
+    case 'json':
+      io.stdout(`${JSON.stringify(response, null, 2)}\n`);
+      break;
+    case 'yaml':
+      io.stdout(stringify(response));
+      break;
+    case 'patch':
+      io.stdout(`${JSON.stringify(decision.patch ?? [], null, 2)}\n`);
+      break;
+    case 'object':
+      io.stdout(stringify(decision.patch === undefined ? object : applyJsonPatch(object, decision.patch)));
+      break;
+  }
+  return decision.allowed ? 0 : 1;
 }
 
 export function reviewSides(raw: string | undefined): readonly WebhookSide[] {
@@ -59,9 +96,17 @@ function readReviewInput(path: string | undefined, io: CommandIo): Uint8Array {
   return path === undefined || path === '-' ? io.readStdin() : io.readBytes(path);
 }
 
-/** Runs the review; an unreadable review throws the AdmissionError the server would answer with. */
-export async function runReview(pipeline: Pipeline, input: Uint8Array, sides: readonly WebhookSide[]): Promise<AdmissionReviewResponse> {
+/**
+ * Runs the review: the response the server would send, the decision it encodes (with the patch
+ * as operations) and the request's object. An unreadable review throws the AdmissionError the
+ * server would answer with.
+ */
+export async function runReview(
+  pipeline: Pipeline,
+  input: Uint8Array,
+  sides: readonly WebhookSide[],
+): Promise<{ response: AdmissionReviewResponse; decision: AdmissionDecision; object: unknown }> {
   const parsed = parseAdmissionReview(input);
   const { decision } = await pipeline.review(parsed, sides);
-  return buildAdmissionResponse(parsed.apiVersion, parsed.uid, decision);
+  return { response: buildAdmissionResponse(parsed.apiVersion, parsed.uid, decision), decision, object: parsed.attributes.object };
 }
