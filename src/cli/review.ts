@@ -95,4 +95,3 @@ export function reviewSides(raw: string | undefined): readonly WebhookSide[] {
 function readReviewInput(path: string | undefined, io: CommandIo): Uint8Array {
   return path === undefined || path === '-' ? io.readStdin() : io.readBytes(path);
 }
-
