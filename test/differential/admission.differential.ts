@@ -1,0 +1,370 @@
+/**
+ * The drop-in, measured: tolerator against kube-apiserver's in-tree DefaultTolerationSeconds,
+ * PodTolerationRestriction and PodNodeSelector, on generated cases (cases.ts). Three API servers,
+ * each on its own etcd, started once for the file:
+ *
+ * - reference: the three plugins in-tree (`--enable-admission-plugins PodTolerationRestriction,
+ *   PodNodeSelector`, DefaultTolerationSeconds being on by default) with
+ *   `--admission-control-config-file`, no webhook;
+ * - subject: the three disabled, tolerator's shipped webhooks (as the e2e suites register them),
+ *   `tolerator serve --admission-config` on the same configuration and `--enable-plugins
+ *   PodNodeSelector`;
+ * - both: the in-tree plugins and tolerator together, as on a control plane that enables them
+ *   and lets nobody configure them (AKS): its answers must be the reference's, exactly, since
+ *   tolerator after the in-tree plugins must change nothing (no duplicate, no reordering, no
+ *   second merge, no conflict of its own).
+ *
+ * Each case is one fresh Namespace, annotated at creation, on all three, and one Pod sent to all
+ * three as a `?dryRun=All` create. The answers compared are the stored `spec.tolerations` (in
+ * order) and `spec.nodeSelector`, or the refusal: HTTP code, reason, message, details (causes).
+ * The subject may differ only by a deliberate difference of compare.ts; `both` not at all.
+ *
+ * Runs: TOLERATOR_DIFFERENTIAL_CASES (default 500) cases from the fixed seed, then
+ * TOLERATOR_DIFFERENTIAL_RANDOM_CASES (default 100) from a seed drawn now and printed;
+ * TOLERATOR_DIFFERENTIAL_SEED=N replays seed N in place of the drawn one (docs/testing.md). A
+ * failing case is shrunk by fast-check (replaying the same seed at the failing run's path) and
+ * printed with the answers side by side.
+ */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it, type TestContext } from 'node:test';
+import fc from 'fast-check';
+import type * as k8s from '@kubernetes/client-node';
+import { AdmissionConfigError, parseAdmissionConfig } from '../../src/plugins/admission-config.js';
+import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
+import {
+  clientsFor,
+  createObject,
+  startToleratorOnCluster,
+  type Manifest,
+  type ToleratorOnCluster,
+} from '../cluster/tolerator-on-cluster.js';
+import {
+  admissionCase,
+  CLUSTER_DEFAULT_NODE_SELECTOR,
+  CLUSTER_DEFAULT_TOLERATIONS,
+  CLUSTER_WHITELIST,
+  NAMESPACE_WHITELISTS,
+  namespaceManifest,
+  podManifest,
+  type AdmissionCase,
+} from './cases.js';
+import { answerOf, compareAnswers, deniedByMutate, sideBySide, type Answer, type DeliberateDifference } from './compare.js';
+
+const skip = skipWithoutControlPlane();
+
+/** The fixed seed: the issue's number, so a run of the suite is the same run everywhere. */
+const FIXED_SEED = 19;
+
+function countFromEnv(name: string, fallback: number): number {
+  const value = process.env[name];
+  if (value === undefined || value === '') return fallback;
+  if (!/^[0-9]+$/.test(value)) throw new Error(`${name} must be a number of cases, not ${JSON.stringify(value)}`);
+  return Number(value);
+}
+
+/** 500: the issue's floor per configuration per run. */
+const FIXED_CASES = countFromEnv('TOLERATOR_DIFFERENTIAL_CASES', 500);
+/** 100 more from a fresh seed each run, so CI explores beyond the fixed 500 without doubling the time. */
+const RANDOM_CASES = countFromEnv('TOLERATOR_DIFFERENTIAL_RANDOM_CASES', 100);
+const randomSeed =
+  process.env.TOLERATOR_DIFFERENTIAL_SEED === undefined ? Date.now() % 2 ** 31 : countFromEnv('TOLERATOR_DIFFERENTIAL_SEED', 0);
+
+/**
+ * Requests in flight at once, per API server. Each case is a namespace create and a dry-run pod
+ * create on each of three API servers; 8 cases at once keep two cores busy without bringing the
+ * mutating webhook near its 5 s timeout (a timed-out call is admitted unmutated: failurePolicy Ignore).
+ */
+const CONCURRENCY = 8;
+
+/** Per-namespace whitelist names written into the configuration: a pool per whitelist, one name per case (fresh namespaces). */
+const WHITELIST_POOL = 400;
+const whitelistedName = (slot: number, index: number): string => `wl${slot}-${index}`;
+
+/** A namespace the reference's configuration gives a whitelist tolerator refuses at start (the deliberate difference). */
+const BROKEN_WHITELIST_NAMESPACE = 'broken-whitelist';
+
+function tolerationYaml(list: readonly object[]): string {
+  return list.map((toleration) => `        - ${JSON.stringify(toleration)}`).join('\n');
+}
+
+function admissionConfiguration(extraWhitelists: Record<string, string>): string {
+  const whitelists: string[] = [];
+  NAMESPACE_WHITELISTS.forEach((selector, slot) => {
+    for (let i = 0; i < WHITELIST_POOL; i++) whitelists.push(`        ${whitelistedName(slot, i)}: ${JSON.stringify(selector)}`);
+  });
+  for (const [name, selector] of Object.entries(extraWhitelists)) whitelists.push(`        ${name}: ${JSON.stringify(selector)}`);
+  return `apiVersion: apiserver.config.k8s.io/v1
+kind: AdmissionConfiguration
+plugins:
+  - name: PodTolerationRestriction
+    configuration:
+      apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1
+      kind: Configuration
+      default:
+${tolerationYaml(CLUSTER_DEFAULT_TOLERATIONS)}
+      whitelist:
+${tolerationYaml(CLUSTER_WHITELIST)}
+  - name: PodNodeSelector
+    configuration:
+      podNodeSelectorPluginConfig:
+        clusterDefaultNodeSelector: ${JSON.stringify(CLUSTER_DEFAULT_NODE_SELECTOR)}
+${whitelists.join('\n')}
+`;
+}
+
+interface CaseAnswers {
+  readonly namespace: string;
+  readonly reference: Answer;
+  readonly subject: Answer;
+  readonly both: Answer;
+}
+
+/** Runs `work` on every item with at most `limit` at once, results in the items' order. */
+async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
+
+const SUBJECT_ALLOWED: readonly DeliberateDifference[] = ['refused-through-the-webhook', 'plain-error-as-403'];
+
+describe(
+  'tolerator against the in-tree DefaultTolerationSeconds, PodTolerationRestriction and PodNodeSelector, on generated cases',
+  { skip },
+  () => {
+    let dir: string;
+    let referenceFile: string;
+    let reference: ControlPlane;
+    let subject: ToleratorOnCluster;
+    let both: ToleratorOnCluster;
+    let planes: { name: string; objects: k8s.KubernetesObjectApi }[];
+
+    before(async () => {
+      dir = mkdtempSync(join(tmpdir(), 'tolerator-differential-'));
+      referenceFile = join(dir, 'reference-admission.yaml');
+      const toleratorFile = join(dir, 'tolerator-admission.yaml');
+      // The reference's file has one entry more, a whitelist that does not parse: kube-apiserver
+      // starts with it and fails that namespace's pods, tolerator refuses the whole file at start.
+      writeFileSync(referenceFile, admissionConfiguration({ [BROKEN_WHITELIST_NAMESPACE]: 'edge' }));
+      writeFileSync(toleratorFile, admissionConfiguration({}));
+      const serveArgs = ['--admission-config', toleratorFile, '--enable-plugins', 'PodNodeSelector'];
+      const inTree = ['PodTolerationRestriction', 'PodNodeSelector'];
+      // Two at once, then the third: three kube-apiservers starting together on two busy cores
+      // come near the launcher's 90 s readiness deadline.
+      [reference, subject] = await Promise.all([
+        startControlPlane({
+          dir: join(dir, 'reference'),
+          temporaryDir: true,
+          enableAdmissionPlugins: inTree,
+          admissionControlConfigFile: referenceFile,
+        }),
+        startToleratorOnCluster({
+          dir: join(dir, 'subject'),
+          plane: { disableAdmissionPlugins: ['DefaultTolerationSeconds', ...inTree] },
+          serveArgs,
+        }),
+      ]);
+      both = await startToleratorOnCluster({
+        dir: join(dir, 'both'),
+        plane: { enableAdmissionPlugins: inTree, admissionControlConfigFile: toleratorFile },
+        serveArgs,
+      });
+      planes = [
+        { name: 'reference', objects: clientsFor(reference.kubeconfig).objects },
+        { name: 'subject', objects: subject.objects },
+        { name: 'both', objects: both.objects },
+      ];
+    });
+    after(async () => {
+      await Promise.all([
+        (reference as ControlPlane | undefined)?.stop(),
+        (subject as ToleratorOnCluster | undefined)?.stop(),
+        (both as ToleratorOnCluster | undefined)?.stop(),
+      ]);
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    let plainNamespaces = 0;
+    const whitelisted = NAMESPACE_WHITELISTS.map(() => 0);
+    /** A fresh namespace name for a case: one of its whitelist's pool, or a plain one. */
+    function namespaceFor(generated: AdmissionCase): string {
+      const slot = generated.namespace.whitelist;
+      if (slot === undefined) return `ns-${plainNamespaces++}`;
+      const index = whitelisted[slot]!++;
+      if (index >= WHITELIST_POOL)
+        throw new Error(`the pool of namespaces with whitelist ${slot} (${WHITELIST_POOL}) is used up: raise WHITELIST_POOL`);
+      return whitelistedName(slot, index);
+    }
+
+    /** The namespace created on all three API servers, then the pod sent to all three. */
+    async function answersFor(generated: AdmissionCase): Promise<CaseAnswers> {
+      const namespace = namespaceFor(generated);
+      await Promise.all(planes.map((plane) => createObject(plane.objects, namespaceManifest(namespace, generated.namespace))));
+      const pod = podManifest(namespace, generated.pod);
+      const [r, s, b] = await Promise.all(planes.map((plane) => answerOf(plane.objects, pod)));
+      return { namespace, reference: r!, subject: s!, both: b! };
+    }
+
+    function verdicts(answers: CaseAnswers): { subject: ReturnType<typeof compareAnswers>; both: ReturnType<typeof compareAnswers> } {
+      return {
+        subject: compareAnswers(answers.reference, answers.subject, SUBJECT_ALLOWED),
+        both: compareAnswers(answers.reference, answers.both, []),
+      };
+    }
+
+    /** fast-check's shrink of the run at `index` of `seed`, printed with the two answers side by side. */
+    async function shrunk(seed: number, index: number, which: 'subject' | 'both'): Promise<string> {
+      let last: { generated: AdmissionCase; answers: CaseAnswers } | undefined;
+      const result = await fc.check(
+        fc.asyncProperty(admissionCase, async (generated) => {
+          const answers = await answersFor(generated);
+          const failed = verdicts(answers)[which] === 'different';
+          if (failed) last = { generated, answers };
+          return !failed;
+        }),
+        { seed, path: String(index), numRuns: 1 },
+      );
+      if (!result.failed || last === undefined) return `run ${index} of seed ${seed} did not fail again when replayed`;
+      return [
+        `seed ${seed}, run ${index}, shrunk ${result.numShrinks} times; replay: TOLERATOR_DIFFERENTIAL_SEED=${seed} (docs/testing.md)`,
+        `case: ${JSON.stringify(last.generated)}`,
+        `namespace: ${JSON.stringify(namespaceManifest(last.answers.namespace, last.generated.namespace))}`,
+        sideBySide(
+          'reference (in-tree plugins)',
+          last.answers.reference,
+          which === 'subject' ? 'tolerator' : 'in-tree plugins and tolerator',
+          last.answers[which],
+        ),
+      ].join('\n');
+    }
+
+    async function runSeed(t: TestContext, seed: number, runs: number): Promise<void> {
+      const cases = fc.sample(admissionCase, { seed, numRuns: runs });
+      const started = Date.now();
+      const answers = await pooled(cases, CONCURRENCY, (generated) => answersFor(generated));
+      const seconds = (Date.now() - started) / 1000;
+      const tally = { subject: new Map<string, number>(), both: new Map<string, number>() };
+      const outcomes = new Map<string, number>();
+      const failures: { index: number; which: 'subject' | 'both' }[] = [];
+      answers.forEach((answer, index) => {
+        const verdict = verdicts(answer);
+        for (const which of ['subject', 'both'] as const) {
+          tally[which].set(verdict[which], (tally[which].get(verdict[which]) ?? 0) + 1);
+          if (verdict[which] === 'different') failures.push({ index, which });
+        }
+        const outcome = 'stored' in answer.reference ? 'stored' : `refused ${answer.reference.refused.code}`;
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      });
+      t.diagnostic(
+        `seed ${seed}: ${runs} cases in ${seconds.toFixed(1)} s (${((seconds * 1000) / Math.max(runs, 1)).toFixed(0)} ms a case, ${CONCURRENCY} at once)`,
+      );
+      t.diagnostic(`the reference's answers: ${JSON.stringify(Object.fromEntries(outcomes))}`);
+      t.diagnostic(`tolerator against it: ${JSON.stringify(Object.fromEntries(tally.subject))}`);
+      t.diagnostic(`in-tree and tolerator against it: ${JSON.stringify(Object.fromEntries(tally.both))}`);
+      if (failures.length === 0) return;
+      const reports: string[] = [];
+      for (const which of ['subject', 'both'] as const) {
+        const first = failures.find((failure) => failure.which === which);
+        if (first !== undefined)
+          reports.push(
+            `${which}: ${failures.filter((f) => f.which === which).length} of ${runs} cases differ; the first, shrunk:\n${await shrunk(seed, first.index, which)}`,
+          );
+      }
+      assert.fail(reports.join('\n\n'));
+    }
+
+    it(`${FIXED_CASES} cases from the fixed seed ${FIXED_SEED}: tolerator answers as the in-tree plugins, but for the deliberate differences; tolerator after them changes nothing`, async (t) => {
+      await runSeed(t, FIXED_SEED, FIXED_CASES);
+    });
+
+    it(`${RANDOM_CASES} cases from the seed ${randomSeed} (TOLERATOR_DIFFERENTIAL_SEED=${randomSeed} replays it)`, async (t) => {
+      await runSeed(t, randomSeed, RANDOM_CASES);
+    });
+
+    // The deliberate differences, each held by a case that shows it.
+
+    it('deliberate difference refused-through-the-webhook: a nodeSelector conflict is the in-tree 403, behind the webhook prefix', async () => {
+      const answers = await answersFor({
+        namespace: { defaultTolerations: undefined, tolerationsWhitelist: undefined, nodeSelector: 'env=prod', whitelist: undefined },
+        pod: { tolerations: undefined, nodeSelector: { env: 'dev' }, containers: [undefined], initContainers: [], resources: undefined },
+      });
+      const inTree = {
+        code: 403,
+        reason: 'Forbidden',
+        message: 'pods "pod" is forbidden: pod node label selector conflicts with its namespace node label selector',
+        details: { name: 'pod', kind: 'pods' },
+      };
+      assert.deepEqual(answers.reference, { refused: inTree });
+      assert.deepEqual(answers.subject, { refused: { ...inTree, message: `${deniedByMutate}${inTree.message}` } });
+      assert.deepEqual(answers.both, answers.reference);
+    });
+
+    it('deliberate difference plain-error-as-403: a whitelist violation and a namespace annotation that does not parse are 500 in-tree, 403 from tolerator', async () => {
+      const violation = await answersFor({
+        namespace: { defaultTolerations: undefined, tolerationsWhitelist: undefined, nodeSelector: undefined, whitelist: undefined },
+        pod: {
+          tolerations: [{ key: 'example.com/other', operator: 'Exists' }],
+          nodeSelector: undefined,
+          containers: [undefined],
+          initContainers: [],
+          resources: undefined,
+        },
+      });
+      const message = 'pod tolerations (possibly merged with namespace default tolerations) conflict with its cluster whitelist';
+      assert.deepEqual(violation.reference, { refused: { code: 500, reason: undefined, message, details: undefined } });
+      assert.deepEqual(violation.subject, {
+        refused: { code: 403, reason: 'Forbidden', message: `${deniedByMutate}${message}`, details: undefined },
+      });
+      assert.deepEqual(violation.both, violation.reference);
+
+      const broken = await answersFor({
+        namespace: { defaultTolerations: undefined, tolerationsWhitelist: undefined, nodeSelector: 'edge', whitelist: undefined },
+        pod: { tolerations: undefined, nodeSelector: undefined, containers: [undefined], initContainers: [], resources: undefined },
+      });
+      assert.deepEqual(broken.reference, {
+        refused: { code: 500, reason: undefined, message: 'invalid selector: [edge]', details: undefined },
+      });
+      assert.deepEqual(broken.subject, {
+        refused: {
+          code: 403,
+          reason: 'Forbidden',
+          message: `${deniedByMutate}namespace "${broken.namespace}" annotation "scheduler.alpha.kubernetes.io/node-selector": invalid selector: [edge]`,
+          details: undefined,
+        },
+      });
+    });
+
+    it("deliberate difference configuration-refused-at-start: a namespace whitelist that does not parse fails that namespace's pods in-tree, and stops tolerator at start", async () => {
+      const namespace: Manifest = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: BROKEN_WHITELIST_NAMESPACE } };
+      await createObject(planes[0]!.objects, namespace);
+      const answer = await answerOf(
+        planes[0]!.objects,
+        podManifest(BROKEN_WHITELIST_NAMESPACE, {
+          tolerations: undefined,
+          nodeSelector: undefined,
+          containers: [undefined],
+          initContainers: [],
+          resources: undefined,
+        }),
+      );
+      assert.deepEqual(answer, { refused: { code: 500, reason: undefined, message: 'invalid selector: [edge]', details: undefined } });
+      assert.throws(
+        () =>
+          parseAdmissionConfig(readFileSync(referenceFile, 'utf8'), referenceFile, { allowComparisonOperators: false, readFile: () => '' }),
+        (error: unknown) =>
+          error instanceof AdmissionConfigError && error.message.includes(BROKEN_WHITELIST_NAMESPACE) && error.message.includes('edge'),
+      );
+    });
+  },
+);
