@@ -34,6 +34,8 @@ import fc from 'fast-check';
 import type * as k8s from '@kubernetes/client-node';
 import { AdmissionConfigError, parseAdmissionConfig } from '../../src/plugins/admission-config.js';
 import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { createFakeNodes } from '../cluster/fake-node.js';
+import { pollUntil } from '../cluster/poll.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import {
   clientsFor,
@@ -263,7 +265,11 @@ describe(
           tally[which].set(verdict[which], (tally[which].get(verdict[which]) ?? 0) + 1);
           if (verdict[which] === 'different') failures.push({ index, which });
         }
-        const outcome = 'stored' in answer.reference ? 'stored' : `refused ${answer.reference.refused.code}`;
+        // The refusal's first words: which rule decided (whitelist, conflict, validation, parse error).
+        const outcome =
+          'stored' in answer.reference
+            ? 'stored'
+            : `${answer.reference.refused.code} ${(answer.reference.refused.message ?? '').replace(/^pods? "pod" is (forbidden|invalid): /, '').slice(0, 48)}`;
         outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
       });
       t.diagnostic(
@@ -365,6 +371,49 @@ describe(
         (error: unknown) =>
           error instanceof AdmissionConfigError && error.message.includes(BROKEN_WHITELIST_NAMESPACE) && error.message.includes('edge'),
       );
+    });
+
+    it("deliberate difference mirror-pods-left-alone: a kubelet's mirror pod gets the in-tree plugins' changes, and none from tolerator", async () => {
+      const annotated = { defaultTolerations: undefined, tolerationsWhitelist: undefined, nodeSelector: 'env=prod', whitelist: undefined };
+      const namespace = namespaceFor({ namespace: annotated } as AdmissionCase);
+      const answers = await Promise.all(
+        planes.map(async (plane, i) => {
+          const [node] = await createFakeNodes(plane.objects, { 'node-1': {} });
+          await createObject(plane.objects, namespaceManifest(namespace, annotated));
+          const kubelet = clientsFor(
+            await [reference, subject.plane, both.plane][i]!.kubeconfigFor('system:node:node-1', ['system:nodes']),
+          ).objects;
+          const mirror: Manifest = {
+            apiVersion: 'v1',
+            kind: 'Pod',
+            metadata: {
+              name: 'pod',
+              namespace,
+              annotations: { 'kubernetes.io/config.mirror': 'f3a9c0de5b7e4d21' },
+              ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'node-1', uid: node!.metadata.uid, controller: true }],
+            },
+            spec: {
+              nodeName: 'node-1',
+              containers: [{ name: 'app', image: 'registry.example/app:1', resources: { requests: { cpu: '10m' } } }],
+            },
+          };
+          // The Node authorizer learns of the new Node through an informer: a 403 of its own until it has.
+          return pollUntil(`a dry-run mirror pod on the ${plane.name} API server`, async () => {
+            const answer = await answerOf(kubelet, mirror);
+            return 'refused' in answer && answer.refused.code === 403 && !(answer.refused.message ?? '').includes('webhook')
+              ? undefined
+              : answer;
+          });
+        }),
+      );
+      const [inTree, tolerator, together] = answers;
+      const notReady = { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 };
+      const unreachable = { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 };
+      const memoryPressure = { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' };
+      const spot = { key: 'example.com/spot', operator: 'Exists', effect: 'NoSchedule' };
+      assert.deepEqual(inTree, { stored: { tolerations: [notReady, unreachable, spot, memoryPressure], nodeSelector: { env: 'prod' } } });
+      assert.deepEqual(tolerator, { stored: { tolerations: undefined, nodeSelector: undefined } });
+      assert.deepEqual(together, inTree);
     });
   },
 );

@@ -63,14 +63,17 @@ export const CLUSTER_WHITELIST: GeneratedToleration[] = [
   { key: unreachableKey, operator: 'Exists', effect: 'NoExecute' },
   { key: memoryPressureKey, operator: 'Exists', effect: 'NoSchedule' },
   { key: 'example.com/spot', operator: 'Exists', effect: 'NoSchedule' },
+  { key: 'example.com/spot', operator: 'Exists' },
   { key: 'example.com/gpu', operator: 'Equal', value: 'a' },
+  { key: notReadyKey, operator: 'Exists' },
 ];
 export const CLUSTER_DEFAULT_NODE_SELECTOR = 'kubernetes.io/os=linux';
 /** PodNodeSelector's per-namespace whitelists: one that holds the default, one that does not, one empty (no restriction). */
 export const NAMESPACE_WHITELISTS = ['env=prod, kubernetes.io/os=linux', 'env=dev', ''] as const;
 
 const tolerationKey = fc.constantFrom('', notReadyKey, unreachableKey, memoryPressureKey, 'example.com/spot', 'example.com/gpu');
-const toleration: fc.Arbitrary<GeneratedToleration> = fc.record(
+/** Any shape: every field present or absent, valid or not (Exists with a value, seconds on NoSchedule, Gt/Lt). */
+const anyToleration: fc.Arbitrary<GeneratedToleration> = fc.record(
   {
     key: tolerationKey,
     operator: fc.oneof({ weight: 8, arbitrary: fc.constantFrom('Exists', 'Equal') }, { weight: 1, arbitrary: fc.constantFrom('Gt', 'Lt') }),
@@ -80,6 +83,37 @@ const toleration: fc.Arbitrary<GeneratedToleration> = fc.record(
   },
   { requiredKeys: [] },
 );
+
+/**
+ * A toleration the API server accepts: Exists without a value (an empty key only with Exists),
+ * Equal with one, tolerationSeconds only where the effect is NoExecute or empty. Most generated
+ * tolerations are these, so that most cases reach the merge and the whitelist instead of the API
+ * server's validation.
+ */
+const validToleration: fc.Arbitrary<GeneratedToleration> = fc
+  .record({
+    key: tolerationKey,
+    equal: fc.option(fc.constantFrom('', 'a', 'b'), { nil: undefined }),
+    operatorWritten: fc.boolean(),
+    effect: fc.option(fc.constantFrom('', 'NoSchedule', 'PreferNoSchedule', 'NoExecute'), { nil: undefined }),
+    tolerationSeconds: fc.option(fc.constantFrom(0, -5, 60, 300, 600), { nil: undefined, freq: 2 }),
+  })
+  .map(({ key, equal, operatorWritten, effect, tolerationSeconds }) => {
+    const toleration: GeneratedToleration = key === '' ? {} : { key };
+    // An empty key with Equal is invalid; Equal is the default operator, so it may go unwritten.
+    if (equal === undefined || key === '') toleration.operator = 'Exists';
+    else {
+      if (operatorWritten) toleration.operator = 'Equal';
+      toleration.value = equal;
+    }
+    if (effect !== undefined) toleration.effect = effect;
+    if (tolerationSeconds !== undefined && (effect === undefined || effect === '' || effect === 'NoExecute')) {
+      toleration.tolerationSeconds = tolerationSeconds;
+    }
+    return toleration;
+  });
+
+const toleration = fc.oneof({ weight: 4, arbitrary: validToleration }, { weight: 1, arbitrary: anyToleration });
 
 /** A list of up to 4, and sometimes a copy of one of its entries appended (an exact duplicate). */
 export const tolerationList: fc.Arbitrary<GeneratedToleration[]> = fc
@@ -91,23 +125,24 @@ export const tolerationList: fc.Arbitrary<GeneratedToleration[]> = fc
  * all mean an empty list, which overrides the cluster list), a generated list, or text that does not
  * decode as a list of tolerations (syntax errors, wrong types, Go's field-type message).
  */
-const tolerationsAnnotation: fc.Arbitrary<string | undefined> = fc.oneof(
-  { weight: 4, arbitrary: fc.constant(undefined) },
-  { weight: 2, arbitrary: fc.constantFrom('', '[]', 'null') },
-  { weight: 5, arbitrary: tolerationList.map((list) => JSON.stringify(list)) },
-  {
-    weight: 1,
-    arbitrary: fc.constantFrom(
-      '{not json',
-      '{}',
-      '[1]',
-      '"x"',
-      '[{"key":5}]',
-      '[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]',
-      '[{"key":"k","tolerationSeconds":1.5}]',
-    ),
-  },
-);
+const tolerationsAnnotation = (absent: number): fc.Arbitrary<string | undefined> =>
+  fc.oneof(
+    { weight: absent, arbitrary: fc.constant(undefined) },
+    { weight: 4, arbitrary: fc.constantFrom('', '[]', 'null') },
+    { weight: 4, arbitrary: tolerationList.map((list) => JSON.stringify(list)) },
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom(
+        '{not json',
+        '{}',
+        '[1]',
+        '"x"',
+        '[{"key":5}]',
+        '[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]',
+        '[{"key":"k","tolerationSeconds":1.5}]',
+      ),
+    },
+  );
 
 /** A node-selector annotation: absent, empty (no selector, not the cluster default), valid, or one that does not parse. */
 const nodeSelectorValue: fc.Arbitrary<string | undefined> = fc.oneof(
@@ -166,12 +201,12 @@ const podResources: fc.Arbitrary<Resources> = fc.oneof(
 
 export const admissionCase: fc.Arbitrary<AdmissionCase> = fc.record({
   namespace: fc.record({
-    defaultTolerations: tolerationsAnnotation,
-    tolerationsWhitelist: tolerationsAnnotation,
+    defaultTolerations: tolerationsAnnotation(6),
+    tolerationsWhitelist: tolerationsAnnotation(2),
     nodeSelector: nodeSelectorValue,
     whitelist: fc.oneof(
-      { weight: 3, arbitrary: fc.constant(undefined) },
-      { weight: 2, arbitrary: fc.nat({ max: NAMESPACE_WHITELISTS.length - 1 }) },
+      { weight: 4, arbitrary: fc.constant(undefined) },
+      { weight: 1, arbitrary: fc.nat({ max: NAMESPACE_WHITELISTS.length - 1 }) },
     ),
   }),
   pod: fc.record({
