@@ -17,7 +17,10 @@
  * Each case is one fresh Namespace, annotated at creation, on all three, and one Pod sent to all
  * three as a `?dryRun=All` create. The answers compared are the stored `spec.tolerations` (in
  * order) and `spec.nodeSelector`, or the refusal: HTTP code, reason, message, details (causes).
- * The subject may differ only by a deliberate difference of compare.ts; `both` not at all.
+ * Each configuration may differ from the reference only by the deliberate differences compare.ts
+ * names for it (and the tests below hold one by one): the subject by the webhook's wording of a
+ * refusal, 403 for upstream's plain-error 500, and a default beyond 2^53 refused; `both` only by
+ * the index in the refusal of a pod upstream's own non-idempotent merge leaves invalid.
  *
  * Runs: TOLERATOR_DIFFERENTIAL_CASES (default 500) cases from the fixed seed, then
  * TOLERATOR_DIFFERENTIAL_RANDOM_CASES (default 100) from a seed drawn now and printed;
@@ -139,7 +142,12 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T, 
   return results;
 }
 
-const SUBJECT_ALLOWED: readonly DeliberateDifference[] = ['refused-through-the-webhook', 'plain-error-as-403'];
+const SUBJECT_ALLOWED: readonly DeliberateDifference[] = [
+  'refused-through-the-webhook',
+  'plain-error-as-403',
+  'default-seconds-beyond-2^53',
+];
+const BOTH_ALLOWED: readonly DeliberateDifference[] = ['second-merge-moves-an-invalid-toleration'];
 
 describe(
   'tolerator against the in-tree DefaultTolerationSeconds, PodTolerationRestriction and PodNodeSelector, on generated cases',
@@ -221,7 +229,7 @@ describe(
     function verdicts(answers: CaseAnswers): { subject: ReturnType<typeof compareAnswers>; both: ReturnType<typeof compareAnswers> } {
       return {
         subject: compareAnswers(answers.reference, answers.subject, SUBJECT_ALLOWED),
-        both: compareAnswers(answers.reference, answers.both, []),
+        both: compareAnswers(answers.reference, answers.both, BOTH_ALLOWED),
       };
     }
 
@@ -414,6 +422,72 @@ describe(
       assert.deepEqual(inTree, { stored: { tolerations: [notReady, unreachable, spot, memoryPressure], nodeSelector: { env: 'prod' } } });
       assert.deepEqual(tolerator, { stored: { tolerations: undefined, nodeSelector: undefined } });
       assert.deepEqual(together, inTree);
+    });
+
+    const plainNamespace = { defaultTolerations: undefined, tolerationsWhitelist: '', nodeSelector: undefined, whitelist: undefined };
+    const bestEffortPod = {
+      tolerations: undefined,
+      nodeSelector: undefined,
+      containers: [undefined],
+      initContainers: [],
+      resources: undefined,
+    };
+
+    it('deliberate difference default-seconds-beyond-2^53: a namespace default of tolerationSeconds 2^53 + 1 is stored exactly in-tree, refused by tolerator', async () => {
+      const answers = await answersFor({
+        namespace: {
+          ...plainNamespace,
+          defaultTolerations: '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9007199254740993}]',
+        },
+        pod: bestEffortPod,
+      });
+      // Read back through JSON.parse, 9007199254740993 is 9007199254740992 here; the API server's
+      // etcd holds ...993 (a rounded default would be stored as ...992, and 2^63 - 1 would fail).
+      assert.ok('stored' in answers.reference);
+      assert.deepEqual((answers.reference.stored.tolerations as unknown[])[2], {
+        key: 'k',
+        operator: 'Exists',
+        effect: 'NoExecute',
+        tolerationSeconds: 9007199254740993,
+      });
+      assert.deepEqual(answers.subject, {
+        refused: {
+          code: 403,
+          reason: 'Forbidden',
+          message: `${deniedByMutate}namespace "${answers.namespace}" annotation "scheduler.alpha.kubernetes.io/defaultTolerations": toleration 0: tolerationSeconds beyond 9007199254740991 (2^53 - 1) cannot be added exactly`,
+          details: undefined,
+        },
+      });
+      // After the in-tree plugin the pod carries it already: tolerator adds nothing and refuses nothing.
+      assert.deepEqual(answers.both, answers.reference);
+    });
+
+    it('deliberate difference second-merge-moves-an-invalid-toleration: upstream merging its own result again moves a toleration the API server refuses', async () => {
+      // Two defaults that each cover the other (tolerationSeconds counts only with NoExecute): the
+      // in-tree merge keeps the second; merging [..., second, memory-pressure] with them again
+      // drops it for the first's copy and appends it after memory-pressure.
+      const pair =
+        '[{"key":"example.com/gpu","operator":"Equal","value":"a"},{"key":"example.com/gpu","operator":"Equal","value":"a","tolerationSeconds":0}]';
+      const answers = await answersFor({
+        namespace: { ...plainNamespace, defaultTolerations: pair },
+        pod: { ...bestEffortPod, containers: [{ requests: { cpu: '100m' } }] },
+      });
+      const cause = (index: number) => ({
+        reason: 'FieldValueInvalid',
+        message: 'Invalid value: "": effect must be \'NoExecute\' when `tolerationSeconds` is set',
+        field: `spec.tolerations[${index}].effect`,
+      });
+      const invalid = (index: number) => ({
+        refused: {
+          code: 422,
+          reason: 'Invalid',
+          message: `Pod "pod" is invalid: spec.tolerations[${index}].effect: Invalid value: "": effect must be 'NoExecute' when \`tolerationSeconds\` is set`,
+          details: { name: 'pod', kind: 'Pod', causes: [cause(index)] },
+        },
+      });
+      assert.deepEqual(answers.reference, invalid(2));
+      assert.deepEqual(answers.subject, invalid(2));
+      assert.deepEqual(answers.both, invalid(3));
     });
   },
 );

@@ -140,6 +140,22 @@ const tolerationsAnnotation = (absent: number): fc.Arbitrary<string | undefined>
         '[{"key":5}]',
         '[{"key":"k","operator":"Exists","tolerationSeconds":"5"}]',
         '[{"key":"k","tolerationSeconds":1.5}]',
+        // How Go's encoding/json decodes, which tolerator must reproduce: int64's bounds, a
+        // number with an exponent, a repeated field (the last wins), field names matched
+        // case-insensitively, unknown fields ignored, null leaving the zero value.
+        '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9223372036854775807}]',
+        '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9223372036854775808}]',
+        '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":-9223372036854775808}]',
+        '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":1e3}]',
+        '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":-0}]',
+        '[{"key":"example.com/gpu","key":"example.com/spot","operator":"Exists","effect":"NoSchedule"}]',
+        '[{"KEY":"example.com/spot","Operator":"Exists","eFFect":"NoSchedule"}]',
+        '[{"key":"example.com/spot","operator":"Exists","effect":"NoSchedule","colour":"blue"}]',
+        '[{"key":null,"operator":"Exists","effect":null}]',
+        '[{"key":"example.com/\\u0073pot","operator":"Exists"}]',
+        '[{"key":"k","operator":"Exists"},]',
+        ' [ ] ',
+        '[null]',
       ),
     },
   );
@@ -159,7 +175,27 @@ const nodeSelectorValue: fc.Arbitrary<string | undefined> = fc.oneof(
       'disk=ssd,env=prod',
     ),
   },
-  { weight: 1, arbitrary: fc.constantFrom('edge', 'env==prod', 'a=b=c', 'bad key=x', 'env=bad value', '!env') },
+  {
+    weight: 2,
+    arbitrary: fc.constantFrom(
+      'edge',
+      'env==prod',
+      'a=b=c',
+      'bad key=x',
+      'env=bad value',
+      '!env',
+      'env=prod,',
+      ',',
+      ' ',
+      'env=',
+      '=prod',
+      'env=prod,tier',
+      'example.com/zone=a',
+      `env=${'a'.repeat(64)}`,
+      'env=prod\u00a0,\u2003tier=web',
+      'env in (prod)',
+    ),
+  },
 );
 
 const podNodeSelector: fc.Arbitrary<Record<string, string> | undefined> = fc.option(
