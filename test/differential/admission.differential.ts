@@ -448,7 +448,8 @@ describe(
         key: 'k',
         operator: 'Exists',
         effect: 'NoExecute',
-        tolerationSeconds: 9007199254740993,
+        // 9007199254740993 as JSON.parse reads it: the same double as 2^53.
+        tolerationSeconds: 2 ** 53,
       });
       assert.deepEqual(answers.subject, {
         refused: {

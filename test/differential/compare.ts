@@ -143,7 +143,7 @@ export function compareAnswers(
  * from the left's line, for a shrunk failure: what each API server answered, side by side.
  */
 export function sideBySide(leftTitle: string, left: unknown, rightTitle: string, right: unknown): string {
-  const split = (value: unknown): string[] => (JSON.stringify(value, null, 2) ?? 'undefined').split('\n');
+  const split = (value: unknown): string[] => (value === undefined ? 'undefined' : JSON.stringify(value, null, 2)).split('\n');
   const a = [leftTitle, '-'.repeat(leftTitle.length), ...split(left)];
   const b = [rightTitle, '-'.repeat(rightTitle.length), ...split(right)];
   const width = Math.max(...a.map((line) => line.length));

@@ -356,8 +356,8 @@ describe('PodTolerationRestriction admit', () => {
   it('a pod that already carries that default (the in-tree plugin ran first) is left as it is: nothing is added, nothing refused', () => {
     const plugin = createPodTolerationRestriction();
     const annotation = '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9223372036854775807}]';
-    // What JSON.parse makes of the stored pod's 9223372036854775807: the same double as the annotation's.
-    const given = pod(bestEffort, [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 9223372036854775807 }]);
+    // What JSON.parse makes of the stored pod's 9223372036854775807: 2^63, the same double as the annotation's.
+    const given = pod(bestEffort, [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 2 ** 63 }]);
     const outcome = plugin.admit(given, podAttributes('CREATE', given), contextWith({ [defaultsKey]: annotation }));
     assert.equal(outcome.denial, undefined);
     assert.deepEqual((outcome.object as Pod).spec?.tolerations, given.spec?.tolerations);
