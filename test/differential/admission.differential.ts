@@ -85,7 +85,12 @@ const randomSeed =
  */
 const CONCURRENCY = 8;
 
-/** Per-namespace whitelist names written into the configuration: a pool per whitelist, one name per case (fresh namespaces). */
+/**
+ * Per-namespace whitelist names written into the configuration: a pool per whitelist, one name per
+ * case (namespaces are fresh, and the file names them exactly). A case draws a whitelist one time
+ * in five, one of three, so the default 600 cases take about 40 names of each pool; 400 leaves
+ * room for shrinking and for runs of 5,000 cases.
+ */
 const WHITELIST_POOL = 400;
 const whitelistedName = (slot: number, index: number): string => `wl${slot}-${index}`;
 

@@ -42,6 +42,8 @@ export interface AdmissionCase {
     readonly nodeSelector: Record<string, string> | undefined;
     readonly containers: Resources[];
     readonly initContainers: Resources[];
+    /** The init containers are sidecars (`restartPolicy: Always`); QoS counts them either way. */
+    readonly initSidecar?: boolean;
     /** Pod-level `spec.resources` (PodLevelResources, beta and on in 1.35). */
     readonly resources: Resources;
   };
@@ -250,6 +252,7 @@ export const admissionCase: fc.Arbitrary<AdmissionCase> = fc.record({
     nodeSelector: podNodeSelector.map((selector) => selector ?? undefined),
     containers: fc.array(containerResources, { minLength: 1, maxLength: 2 }),
     initContainers: fc.array(containerResources, { maxLength: 1 }),
+    initSidecar: fc.boolean(),
     resources: podResources,
   }),
 });
@@ -277,7 +280,12 @@ export function podManifest(namespace: string, pod: AdmissionCase['pod']): Manif
       containers: pod.containers.map((resources, i) => container(`app-${i}`, resources)),
       ...(pod.initContainers.length === 0
         ? {}
-        : { initContainers: pod.initContainers.map((resources, i) => container(`init-${i}`, resources)) }),
+        : {
+            initContainers: pod.initContainers.map((resources, i) => ({
+              ...container(`init-${i}`, resources),
+              ...(pod.initSidecar === true ? { restartPolicy: 'Always' } : {}),
+            })),
+          }),
       ...(pod.resources === undefined ? {} : { resources: pod.resources }),
       ...(pod.tolerations === undefined ? {} : { tolerations: pod.tolerations }),
       ...(pod.nodeSelector === undefined ? {} : { nodeSelector: pod.nodeSelector }),
