@@ -216,6 +216,17 @@ function fromPluginConfiguration(
       throw new AdmissionConfigError(`${filePath}: ${at}: must be ${want}, got ${got}`);
     }
     if (decoded.tolerations !== null) {
+      // The YAML parser has already rounded an integer beyond 2^53 - 1 to a double: a default
+      // holding one would be added to pods as another number (or one beyond int64, which the API
+      // server fails to decode), so it is refused here, at start (the differential suite found it).
+      const inexact = decoded.tolerations.findIndex(
+        (toleration) => typeof toleration.tolerationSeconds === 'number' && !Number.isSafeInteger(toleration.tolerationSeconds),
+      );
+      if (list === 'default' && inexact >= 0) {
+        throw new AdmissionConfigError(
+          `${filePath}: ${prefix}${list}[${inexact}].tolerationSeconds: beyond ${Number.MAX_SAFE_INTEGER} (2^53 - 1), which cannot be added to a pod exactly`,
+        );
+      }
       result[list] = decoded.tolerations;
     }
   }

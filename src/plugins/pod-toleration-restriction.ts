@@ -88,6 +88,36 @@ export function memoryPressureToleration(): Toleration {
   return { key: TaintKey.NodeMemoryPressure, operator: 'Exists', effect: 'NoSchedule' };
 }
 
+/**
+ * The denial for a namespace default toleration the merge keeps whose tolerationSeconds is an
+ * integer beyond 2^53 − 1, or undefined. Upstream stores such a value exactly (an int64); here it
+ * has already been rounded to a double, and adding it would store another number (2^53 + 1 becomes
+ * 2^53) or one beyond int64 (2^63 − 1 becomes 2^63, which the API server then fails to decode,
+ * answering 500 InternalError). Refused instead, naming the entry: found by the differential
+ * suite (test/differential/), held by test/plugins/pod-toleration-restriction.test.ts. A default
+ * the pod already carries (the in-tree plugin ran first) is not added, and not refused. The
+ * cluster default cannot hold one: parseAdmissionConfig refuses it at start.
+ */
+function inexactDefault(
+  merged: readonly Toleration[],
+  defaults: readonly Toleration[],
+  namespace: Namespace | undefined,
+): Denial | undefined {
+  const kept = new Set(merged);
+  const index = defaults.findIndex(
+    (toleration) =>
+      kept.has(toleration) && typeof toleration.tolerationSeconds === 'number' && !Number.isSafeInteger(toleration.tolerationSeconds),
+  );
+  if (index < 0) {
+    return undefined;
+  }
+  const where = `namespace ${JSON.stringify(namespace?.metadata.name ?? '')} annotation ${JSON.stringify(namespaceDefaultTolerationsAnnotation)}`;
+  return {
+    reason: 'Forbidden',
+    message: `${where}: toleration ${index}: tolerationSeconds beyond ${Number.MAX_SAFE_INTEGER} (2^53 - 1) cannot be added exactly`,
+  };
+}
+
 export function createPodTolerationRestriction(config: PodTolerationRestrictionConfig = {}) {
   const handles = isPodCreateOrUpdate;
 
@@ -135,13 +165,15 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
       const original = tolerationsOf(pod);
 
       const extra: Toleration[] = [];
+      let defaults: readonly Toleration[] = [];
       if (attributes.operation === 'CREATE') {
         const fromNamespace = extractNamespaceTolerations(context.namespace, namespaceDefaultTolerationsAnnotation);
         if (fromNamespace.error !== undefined) {
           return { denial: { reason: 'Forbidden', message: fromNamespace.error } };
         }
         // Copies: the pod must not share objects with the configuration.
-        extra.push(...(fromNamespace.tolerations ?? config.default ?? []).map((t) => ({ ...t })));
+        defaults = (fromNamespace.tolerations ?? config.default ?? []).map((t) => ({ ...t }));
+        extra.push(...defaults);
       }
       if (!isBestEffortPod(pod, context.gates)) {
         extra.push(memoryPressureToleration());
@@ -167,8 +199,9 @@ export function createPodTolerationRestriction(config: PodTolerationRestrictionC
         }
       }
 
-      // Upstream's Admit ends with Validate: the merged list must be within the whitelist.
-      const denial = whitelistDenial(tolerations, context.namespace);
+      // Upstream's Admit ends with Validate: the merged list must be within the whitelist. That
+      // refusal comes first, as upstream's does; a default beyond 2^53 only where upstream stores.
+      const denial = whitelistDenial(tolerations, context.namespace) ?? inexactDefault(tolerations, defaults, context.namespace);
       if (denial !== undefined) {
         return { denial };
       }

@@ -14,11 +14,15 @@ import { fakeGo } from '../support/fake-go.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
-function runSuite(files: readonly string[], env: NodeJS.ProcessEnv): { status: number | null; output: string } {
+function runSuite(
+  files: readonly string[],
+  env: NodeJS.ProcessEnv,
+  folder: 'e2e' | 'differential' = 'e2e',
+): { status: number | null; output: string } {
   // Without this file's NODE_TEST_CONTEXT: node's test runner would take the nested run for one
   // of its own files and report to it instead of exiting with the run's status.
   const { NODE_TEST_CONTEXT: _context, ...own } = env;
-  const result = spawnSync(process.execPath, ['--import', 'tsx', 'test/cluster/run-suite.ts', 'e2e', ...files], {
+  const result = spawnSync(process.execPath, ['--import', 'tsx', 'test/cluster/run-suite.ts', folder, ...files], {
     cwd: root,
     env: own,
     encoding: 'utf8',
@@ -89,6 +93,28 @@ describe('npm run test:e2e', () => {
       });
       assert.notEqual(run.status, 0);
       assert.match(run.output, /TOLERATOR_E2E_TIMEOUT_MS must be a positive number of milliseconds, not "10m"/);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('npm run test:differential runs *.differential.ts suites the same way, and refuses a folder it does not know', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const run = runSuite(
+        ['test/fixtures/differential/passes.differential.ts'],
+        { ...process.env, TOLERATOR_CONTROL_PLANE_BIN: bin },
+        'differential',
+      );
+      assert.equal(run.status, 0, run.output);
+      assert.match(run.output, /runs as a differential suite/);
+      assert.match(run.output, /^ℹ pass 1$/m);
+      const unknown = spawnSync(process.execPath, ['--import', 'tsx', 'test/cluster/run-suite.ts', 'scheduler'], {
+        cwd: root,
+        encoding: 'utf8',
+      });
+      assert.equal(unknown.status, 2);
+      assert.match(unknown.stderr, /usage: .* e2e\|differential \[FILE\.\.\.\]/);
     } finally {
       rmSync(bin, { recursive: true, force: true });
     }

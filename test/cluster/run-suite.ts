@@ -1,14 +1,15 @@
 /**
- * `npm run test:e2e`: the suites that need a real control plane (test/e2e/*.e2e.ts), run as part
- * of `npm test`. Builds the control plane first (`npm run control-plane:build`, a no-op when it
+ * `npm run test:e2e` and `npm run test:differential`: the suites that need a real control plane
+ * (test/e2e/*.e2e.ts, test/differential/*.differential.ts), run as part of `npm test`. Builds the control plane first (`npm run control-plane:build`, a no-op when it
  * is built), then runs the suites with node's test runner. Where it cannot be built — no Go on
  * the machine, or a Go older than the module's `go` line, and no build in tools/controlplane/ — it
  * prints one line saying what it skipped and why, and passes; with TOLERATOR_REQUIRE_CONTROL_PLANE=1
  * (CI) that is a failure instead. With TOLERATOR_CONTROL_PLANE_BIN set, that build is used and
  * nothing is built.
  *
- * The suites have the suffix .e2e.ts, not .test.ts, so `npm run test:unit` never picks them up.
- * `npm run test:e2e -- FILE...` runs only those files, after the same build.
+ * The suites have the suffix .e2e.ts (.differential.ts), not .test.ts, so `npm run test:unit`
+ * never picks them up. `npm run test:e2e -- FILE...` (and `test:differential -- FILE...`) runs only
+ * those files, after the same build.
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -39,11 +40,19 @@ function testTimeoutMs(): number {
   return Number(value);
 }
 
-function suiteFiles(folder: string): string[] {
+/** The folders this runner runs, and the suffix of the suite files in each. */
+const SUITE_SUFFIX = { e2e: '.e2e.ts', differential: '.differential.ts' } as const;
+type SuiteFolder = keyof typeof SUITE_SUFFIX;
+
+function isSuiteFolder(folder: string | undefined): folder is SuiteFolder {
+  return folder !== undefined && Object.hasOwn(SUITE_SUFFIX, folder);
+}
+
+function suiteFiles(folder: SuiteFolder): string[] {
   const dir = join(REPO_ROOT, 'test', folder);
   if (!existsSync(dir)) return [];
   return readdirSync(dir)
-    .filter((file) => file.endsWith('.e2e.ts'))
+    .filter((file) => file.endsWith(SUITE_SUFFIX[folder]))
     .sort()
     .map((file) => join('test', folder, file));
 }
@@ -60,11 +69,11 @@ function goCannotBuild(minor: string): string | undefined {
   return goToolchainProblem(readFileSync(goMod, 'utf8'), installedGoVersion(moduleDir));
 }
 
-function run(folder: string, only: readonly string[]): number {
+function run(folder: SuiteFolder, only: readonly string[]): number {
   const files = only.length > 0 ? [...only] : suiteFiles(folder);
   if (files.length === 0) {
     // node --test without files would search the whole tree for tests of its own choosing.
-    console.error(`${folder}: no *.e2e.ts files in test/${folder}`);
+    console.error(`${folder}: no *${SUITE_SUFFIX[folder]} files in test/${folder}`);
     return 1;
   }
   const minor = process.env.TOLERATOR_CONTROL_PLANE_VERSION ?? DEFAULT_MINOR;
@@ -99,7 +108,7 @@ function run(folder: string, only: readonly string[]): number {
 }
 
 const [folder, ...only] = process.argv.slice(2);
-if (folder !== 'e2e' && folder !== 'differential') {
+if (!isSuiteFolder(folder)) {
   console.error('usage: node --import tsx test/cluster/run-suite.ts e2e|differential [FILE...]');
   process.exitCode = 2;
 } else {

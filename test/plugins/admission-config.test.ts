@@ -231,6 +231,18 @@ ${bare('podtolerationrestriction.admission.k8s.io/v1alpha1')
       });
     });
 
+    it('a default tolerationSeconds beyond 2^53 - 1 is refused at start: it would reach pods rounded (found by the differential suite)', () => {
+      const content =
+        'apiVersion: podtolerationrestriction.admission.k8s.io/v1alpha1\nkind: Configuration\ndefault:\n- key: k\n  operator: Exists\n  effect: NoExecute\n  tolerationSeconds: 9007199254740993\n';
+      assert.throws(() => parseAdmissionConfig(content, 'c.yaml', options), {
+        name: 'AdmissionConfigError',
+        message: 'c.yaml: default[0].tolerationSeconds: beyond 9007199254740991 (2^53 - 1), which cannot be added to a pod exactly',
+      });
+      // A whitelist entry is only compared, never added: it loads.
+      const whitelist = content.replace('default:', 'whitelist:');
+      assert.equal(parseAdmissionConfig(whitelist, 'c.yaml', options).podTolerationRestriction.whitelist?.length, 1);
+    });
+
     it('the path is resolved against the configuration file’s directory and read once', () => {
       const fs = filesystem({ 'conf/sub/ptr.yaml': bare('podtolerationrestriction.admission.k8s.io/v1alpha1') });
       parseAdmissionConfig(

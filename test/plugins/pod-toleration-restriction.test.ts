@@ -331,6 +331,38 @@ describe('PodTolerationRestriction admit', () => {
     assert.equal(plugin.admit(once, podAttributes('CREATE', once), context).object, once);
   });
 
+  it('a namespace default whose tolerationSeconds is beyond 2^53 - 1 is refused, not added rounded (found by the differential suite)', () => {
+    // kube-apiserver stores -9223372036854775808 exactly; added as the double it was rounded to,
+    // it would be -9223372036854775808 - 192, which the API server fails to decode (500 InternalError).
+    const plugin = createPodTolerationRestriction();
+    const annotation = '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":-9223372036854775808}]';
+    const given = pod(bestEffort, undefined);
+    assert.deepEqual(plugin.admit(given, podAttributes('CREATE', given), contextWith({ [defaultsKey]: annotation })), {
+      denial: {
+        reason: 'Forbidden',
+        message: `namespace "testNamespace" annotation "${defaultsKey}": toleration 0: tolerationSeconds beyond 9007199254740991 (2^53 - 1) cannot be added exactly`,
+      },
+    });
+    // 2^53 + 1 would be stored as 2^53: refused too; 2^53 - 1 is exact and added.
+    const plus = '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9007199254740993}]';
+    assert.equal(plugin.admit(given, podAttributes('CREATE', given), contextWith({ [defaultsKey]: plus })).denial?.reason, 'Forbidden');
+    const safe = '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9007199254740991}]';
+    assert.deepEqual(
+      (plugin.admit(given, podAttributes('CREATE', given), contextWith({ [defaultsKey]: safe })).object as Pod).spec?.tolerations,
+      [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 9007199254740991 }],
+    );
+  });
+
+  it('a pod that already carries that default (the in-tree plugin ran first) is left as it is: nothing is added, nothing refused', () => {
+    const plugin = createPodTolerationRestriction();
+    const annotation = '[{"key":"k","operator":"Exists","effect":"NoExecute","tolerationSeconds":9223372036854775807}]';
+    // What JSON.parse makes of the stored pod's 9223372036854775807: 2^63, the same double as the annotation's.
+    const given = pod(bestEffort, [{ key: 'k', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 2 ** 63 }]);
+    const outcome = plugin.admit(given, podAttributes('CREATE', given), contextWith({ [defaultsKey]: annotation }));
+    assert.equal(outcome.denial, undefined);
+    assert.deepEqual((outcome.object as Pod).spec?.tolerations, given.spec?.tolerations);
+  });
+
   it('the input is not modified, kept tolerations stay the same objects, and defaults are copies', () => {
     const clusterDefault: Toleration = { ...tv };
     const plugin = createPodTolerationRestriction({ default: [clusterDefault] });
