@@ -19,8 +19,10 @@
  *   already checks (src/plugins/toleration-validation.ts), so nothing is exported for it.
  * - SchedulingWarnings reads Nodes, which no admission policy can: only warnings are lost (it
  *   never changes or refuses a pod), so it is left out with a note.
- * - PodNodeSelector, PodTolerationRestriction's cluster lists and TenancyPolicy documents are
- *   refused: export does not translate them (the reasons are in `refusals`).
+ * - TenancyPolicy documents are refused: the guarantee's nodeName check reads the named Node, and
+ *   an admission policy reads no Node.
+ * - PodNodeSelector and PodTolerationRestriction's cluster lists are refused: export does not
+ *   translate them (the reasons are in `refusals`).
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import { TaintKey } from '../api/types.js';
@@ -138,7 +140,7 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     refusals.push({
       subject: `TenancyPolicy ${name}`,
       reason:
-        "not exported: export does not translate TenancyPolicy documents (the group's toleration, the node requirement ANDed into every term, the guarantee); keep the webhook for tenancy",
+        "not exported: the tenancy guarantee refuses a pod whose spec.nodeName names another group's node, which needs that Node's labels and taints, and an admission policy can read no Node (only the object, its namespace and parameters); without it a tenant could pin a pod past the dedicated taints. Keep the webhook for tenancy",
     });
   }
   if (refusals.length > 0) {

@@ -64,8 +64,21 @@ async function answerOf(request: Promise<unknown>): Promise<Answer> {
     return { spec: pod.spec };
   } catch (error) {
     const { code, status } = apiError(error);
-    return { code, message: status.message ?? '' };
+    return { code, message: canonicalMessage(status.message ?? '') };
   }
+}
+
+/**
+ * A 422's field errors in a fixed order. The API server validates a resource list by ranging over
+ * a Go map, so one pod's errors about pod-level resources come in a different order from one
+ * request to the next (seen on v1.35.8: the same pod, the same server, two orders); the order says
+ * nothing about admission.
+ */
+function canonicalMessage(message: string): string {
+  const list = /^(.* is invalid: )\[(.*)\]$/s.exec(message);
+  if (list === null) return message;
+  const errors = (list[2] ?? '').split(/, (?=(?:spec|metadata|status)\.)/).sort();
+  return `${list[1]}[${errors.join(', ')}]`;
 }
 
 async function inBatches<T, R>(items: readonly T[], work: (item: T, index: number) => Promise<R>): Promise<R[]> {
