@@ -136,7 +136,8 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
         'not exported: the cluster default tolerations and whitelist of --admission-config apply only where a namespace has no annotation, and export does not translate them to CEL; keep the webhook, or remove them',
     });
   }
-  for (const name of settings.tenancyPolicies) {
+  // As serve: the policies decide only while DedicatedNodes is enabled.
+  for (const name of enabled.has('DedicatedNodes') ? settings.tenancyPolicies : []) {
     refusals.push({
       subject: `TenancyPolicy ${name}`,
       reason:

@@ -152,6 +152,8 @@ describe('tolerator export', () => {
     assert.match(tenancy.stderr, / {2}TenancyPolicy dedicated-by-namespace-label: not exported: /);
     assert.match(tenancy.stderr, / {2}TenancyPolicy dedicated-by-namespace-prefix: not exported: /);
 
+    const tenancyOff = await runCommand(exportCommand, ['--policies', join(ROOT, 'policies'), '--disable-plugins', 'DedicatedNodes']);
+    assert.equal(tenancyOff.code, 0, tenancyOff.stderr);
     // The same configuration with the plugin off is exported: the refusal is about what is enabled.
     const disabled = await runCommand(exportCommand, [
       '--admission-config',
