@@ -1,7 +1,7 @@
 /**
  * The audit section of bench/RESULTS.md (`npm run bench -- --only audit`, and part of the full
  * run): `tolerator audit` of 50,000 pods across 2,000 nodes, from a `--cluster-state` file and
- * from an API server (test/kube/fake-api-server.ts, in this process), each in a child process of
+ * from an API server (test/support/fake-api-server.ts, in this process), each in a child process of
  * its own running the compiled command (dist/), which reports its own peak RSS
  * (`process.resourceUsage().maxRSS`) so that the bench's memory (the file's text, the fake
  * server's 50,000 pods) is not counted.
@@ -14,7 +14,7 @@
 import { execFile } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { FakeApiServer, type KubeObject } from '../test/kube/fake-api-server.js';
+import { FakeApiServer, type KubeObject } from '../test/support/fake-api-server.js';
 
 export const auditBegin = '<!-- audit: written by `npm run bench -- --only audit` -->';
 export const auditEnd = '<!-- /audit -->';

@@ -1,6 +1,6 @@
 /**
  * The scale section of bench/RESULTS.md (`npm run bench -- --only scale`, and part of the full
- * run): `tolerator serve --kubeconfig` against a fake API server (test/kube/fake-api-server.ts, in
+ * run): `tolerator serve --kubeconfig` against a fake API server (test/support/fake-api-server.ts, in
  * this process) holding a cluster whose Nodes and Namespaces look like real ones
  * (test/support/realistic-objects.ts: a Node about 19 KB of JSON, status.images with 50 entries,
  * managedFields, conditions, addresses; a Namespace about 0.6 KB), at three sizes: the mix's own
@@ -19,7 +19,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FakeApiServer, type KubeObject } from '../test/kube/fake-api-server.js';
+import { FakeApiServer, type KubeObject } from '../test/support/fake-api-server.js';
 import { heartbeatNode, storedNamespace, storedNode } from '../test/support/realistic-objects.js';
 import type { LoadGenerator } from './load-client.js';
 import { clusterObjects, type Payload } from './payloads.js';

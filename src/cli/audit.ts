@@ -4,25 +4,25 @@
  * Namespaces, Nodes and Pods) or from the cluster (`--kubeconfig FILE`, or the in-cluster service
  * account), read page by page.
  *
- * Output: a table (NAMESPACE NAME NODE RULE MESSAGE) or `-o json`
+ * Output: a table (NAMESPACE NAME NODE RULE MESSAGE), `-o json` or `-o yaml` (the same document)
  * (`{violations: [{namespace, name, node, rule, message, policy?}], undecided, summary}`), sorted
  * by namespace, pod and rule. Exit code: 0 nothing found, 1 something found, 2 bad input (flags,
  * files, policies, or a pod that could not be judged), with the reason on stderr.
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditJson, auditTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
+import { auditJson, auditTable, terminalSafe } from '../audit/audit-summary.js';
 import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
+import { stringify } from 'yaml';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
 import { emptyPolicySet } from '../tenancy/policy-set.js';
 import { podsAsOnePage, runAudit, type PodPages } from './audit-run.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { loadPolicies } from './runtime.js';
-import { shortOutputFlag } from './simulate.js';
 
 /**
  * The webhooks' namespaceSelector in deploy/base (mutating-webhook.yaml and validating-webhook.yaml):
@@ -55,11 +55,27 @@ export const auditFlags = {
     placeholder: 'FILE',
     help: 'Namespaces, Nodes and Pods to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods -A -o yaml), instead of a cluster',
   },
-  kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'the cluster to audit (default: the in-cluster service account)' },
+  kubeconfig: {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'the cluster to audit (default, as kubectl: the files KUBECONFIG lists, else ~/.kube/config, else the in-cluster service account)',
+  },
+  context: { kind: 'string', placeholder: 'NAME', help: 'the kubeconfig context to use (default: its current-context)' },
+  namespace: { kind: 'string', placeholder: 'NS', short: 'n', help: 'audit the pods of this namespace only' },
+  'all-namespaces': { kind: 'boolean', short: 'A', help: 'audit the pods of every namespace (the default; for kubectl habits)' },
   all: { kind: 'boolean', help: 'also audit mirror pods and pods in namespaces the webhooks exclude' },
-  output: { kind: 'string', placeholder: 'table|json', help: 'output format (default table); also -o' },
-  help: { kind: 'boolean', help: 'show this help' },
+  output: { kind: 'string', placeholder: 'FORMAT', short: 'o', help: 'output format (default table)', choices: ['table', 'json', 'yaml'] },
 } as const satisfies Record<string, FlagSpec>;
+
+export const auditCommand: CommandDefinition = {
+  name: 'audit',
+  summary: 'every existing pod that breaks a rule, from the cluster or --cluster-state FILE',
+  flags: auditFlags,
+  outcomes: { ok: 'no pod breaks a rule', found: 'a pod breaks a rule' },
+  details:
+    'A pod that could not be judged (a malformed object in a file, a policy that cannot be evaluated for it) is named on stderr and makes the exit code 2.',
+  run: audit,
+};
 
 /** The exclusion the flags give, defaulting to the shipped manifests'. */
 export function readExclusion(flags: ParsedFlags): NamespaceExclusion {
@@ -94,45 +110,49 @@ const cliRequestsPerSecond = 5;
  */
 const cliMaxPageBytes = 16 * 1024 * 1024;
 
-export async function auditCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  let result: AuditResult;
-  let output: 'table' | 'json';
-  try {
-    const flags = parseFlags(shortOutputFlag(argv), auditFlags);
-    if (flags.values.get('help') === true) {
-      io.stdout(`Usage: tolerator audit (--cluster-state FILE | --kubeconfig FILE) [flags]\n\n${usage(auditFlags)}\n`);
-      return 0;
-    }
-    if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
-    const rawOutput = (flags.values.get('output') as string | undefined) ?? 'table';
-    if (rawOutput !== 'table' && rawOutput !== 'json') throw new UsageError(`-o must be table or json, got ${JSON.stringify(rawOutput)}`);
-    output = rawOutput;
-    const admission = readAdmissionSettings(flags);
-    const settings: AuditSettings = {
-      gates: admission.gates,
-      enabled: new Set(admission.enabled),
-      policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
-      exclusion: readExclusion(flags),
-      all: flags.values.get('all') === true,
-      podNodeSelector: admission.podNodeSelector,
-    };
-    const kubeconfig = flags.values.get('kubeconfig') as string | undefined;
-    if (admission.clusterStateFile !== undefined && kubeconfig !== undefined) {
-      throw new UsageError('give --cluster-state FILE or --kubeconfig FILE, not both');
-    }
-    const source =
-      admission.clusterStateFile !== undefined ? fileSource(admission.clusterStateFile, io) : await clusterSource(kubeconfig, io.env ?? {});
-    result = await runAudit(source.pages, source.facts, settings);
-  } catch (error) {
-    io.stderr(`tolerator audit: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 2;
+async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
+  if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
+  const output = (flags.values.get('output') as 'table' | 'json' | 'yaml' | undefined) ?? 'table';
+  const namespace = flags.values.get('namespace') as string | undefined;
+  if (namespace !== undefined && flags.values.get('all-namespaces') === true) throw new UsageError('give -n NAMESPACE or -A, not both');
+  const admission = readAdmissionSettings(flags);
+  const settings: AuditSettings = {
+    gates: admission.gates,
+    enabled: new Set(admission.enabled),
+    policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
+    exclusion: readExclusion(flags),
+    all: flags.values.get('all') === true,
+    podNodeSelector: admission.podNodeSelector,
+  };
+  const kubeconfig = flags.values.get('kubeconfig') as string | undefined;
+  if (admission.clusterStateFile !== undefined && kubeconfig !== undefined) {
+    throw new UsageError('give --cluster-state FILE or --kubeconfig FILE, not both');
   }
-  io.stdout(output === 'json' ? auditJson(result) : auditTable(result));
+  const source =
+    admission.clusterStateFile !== undefined
+      ? fileSource(admission.clusterStateFile, io)
+      : await clusterSource({ path: kubeconfig, context: flags.values.get('context') as string | undefined }, namespace, io);
+  const pages = namespace === undefined || admission.clusterStateFile === undefined ? source.pages : inNamespace(source.pages, namespace);
+  const result = await runAudit(pages, source.facts, settings);
+  io.stdout(output === 'json' ? auditJson(result) : output === 'yaml' ? stringify(JSON.parse(auditJson(result))) : auditTable(result));
   for (const pod of result.undecided) {
     io.stderr(`tolerator audit: ${terminalSafe(`could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
   }
   if (result.undecided.length > 0) return 2;
   return result.violations.length > 0 ? 1 : 0;
+}
+
+/** `-n NAMESPACE` on a file: the pods of one namespace, the others passed over before they are judged. */
+function inNamespace(pages: PodPages, namespace: string): PodPages {
+  const ofNamespace = (pod: unknown): boolean => isJsonObject(pod) && isJsonObject(pod.metadata) && pod.metadata.namespace === namespace;
+  return (handlers) =>
+    pages({
+      ...handlers,
+      onPage: (pods) => handlers.onPage(pods.filter(ofNamespace)),
+      onSkipped: (pod) => {
+        if (pod.namespace === namespace) handlers.onSkipped(pod);
+      },
+    });
 }
 
 interface AuditSource {
@@ -149,14 +169,25 @@ function fileSource(file: string, io: CommandIo): AuditSource {
 }
 
 /** The cluster: Namespaces and Nodes listed first (page by page), then the pods page by page, at the CLI's pace. */
-async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<Record<string, string | undefined>>): Promise<AuditSource> {
+async function clusterSource(
+  kubeconfig: { path: string | undefined; context: string | undefined },
+  namespace: string | undefined,
+  io: CommandIo,
+): Promise<AuditSource> {
   // @kubernetes/client-node is costly to import; only a cluster audit needs it.
   const { loadKubeConfig } = await import('../kube/kube-config.js');
   const { createApiRequest, describeFailure } = await import('../kube/api-requests.js');
   const { listInPages, defaultMaxRestarts } = await import('../kube/paged-list.js');
-  const kubeConfig = loadKubeConfig({ kubeconfigPath, env });
+  const kubeConfig = loadKubeConfig({
+    kubeconfigPath: kubeconfig.path,
+    context: kubeconfig.context,
+    env: io.env ?? {},
+    discover: { homeDir: io.homeDir },
+  });
   if (kubeConfig === undefined) {
-    throw new UsageError('no cluster: give --cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account');
+    throw new UsageError(
+      'no cluster: give --cluster-state FILE or --kubeconfig FILE, set KUBECONFIG, write ~/.kube/config, or run in a pod with a service account',
+    );
   }
   const request = createApiRequest(kubeConfig);
   let last = 0;
@@ -200,5 +231,7 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
       (await listed.getNamespace(name)) ?? namespaceAsRead(await read<Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`)),
     readNode: async (name) => listed.getNode(name) ?? nodeAsRead(await read<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`)),
   };
-  return { facts, pages: (handlers) => listInPages(request, '/api/v1/pods', options, handlers) };
+  // -n: the API server lists the one namespace's pods, so the others are never sent.
+  const podsPath = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  return { facts, pages: (handlers) => listInPages(request, podsPath, options, handlers) };
 }

@@ -10,8 +10,8 @@ import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { exportPolicies, exportVersions, type ExportVersion, type Manifest } from '../export/export-policies.js';
 import { emptyPodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError, type FlagSpec } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { loadPolicies } from './runtime.js';
 
@@ -23,7 +23,6 @@ export const exportFlags = {
     help: 'the Kubernetes version to write for: 1.35 writes MutatingAdmissionPolicy v1beta1 (beta, off by default), 1.36 and 1.37 v1 (default 1.36)',
   },
   'output-dir': { kind: 'string', placeholder: 'DIR', help: 'write one file per object into DIR instead of YAML on stdout' },
-  help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 
 function readVersion(raw: string | undefined): ExportVersion {
@@ -35,19 +34,21 @@ function readVersion(raw: string | undefined): ExportVersion {
   return known;
 }
 
-/** The command: synchronous work, as a Command (a thrown UsageError becomes the rejection). */
-export function exportCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  return new Promise((resolve) => {
-    resolve(runExport(argv, io));
-  });
-}
+export const exportCommand: CommandDefinition = {
+  name: 'export',
+  summary:
+    'the same rules as MutatingAdmissionPolicy and ValidatingAdmissionPolicy manifests, for running without a webhook (docs/without-a-webhook.md)',
+  flags: exportFlags,
+  details:
+    'A configuration the policies cannot reproduce exactly (PodNodeSelector, cluster toleration lists, TenancyPolicy) is refused with exit code 2 and the reason, and nothing is written.',
+  outcomes: { ok: 'the manifests were written' },
+  run: (flags, io) =>
+    new Promise((resolve) => {
+      resolve(runExport(flags, io));
+    }),
+};
 
-function runExport(argv: readonly string[], io: CommandIo): number {
-  const flags = parseFlags(argv, exportFlags);
-  if (flags.values.get('help') === true) {
-    io.stdout(`Usage: tolerator export [flags]\n\n${usage(exportFlags)}\n`);
-    return 0;
-  }
+function runExport(flags: ParsedFlags, io: CommandIo): number {
   if (flags.positionals.length > 0) throw new UsageError('export takes no arguments');
   const settings = readAdmissionSettings(flags);
   if (settings.clusterStateFile !== undefined)

@@ -32,6 +32,7 @@
  */
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
+import { diffArrays } from 'diff';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { JsonObject } from '../api/types.js';
 import { AdmissionError } from '../admission/errors.js';
@@ -39,8 +40,8 @@ import { jsonEqual, type JsonPatchOperation } from '../admission/json-patch-diff
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import { parseAdmissionReview } from '../admission/review.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError, type ParsedFlags } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { loadPolicies, offlineClusterFacts, pipelineFor } from './runtime.js';
 import { isJsonObject } from '../api/types.js';
@@ -352,43 +353,37 @@ function judge(expect: Expectation, run: AdmissionRun): CaseResult {
 }
 
 /**
- * A unified-style line diff (longest common subsequence), with two lines of context around each
- * change: enough to see which field differs in a resource of a few hundred lines.
+ * A unified-style line diff with two lines of context around each change: enough to see which
+ * field differs in a resource of a few hundred lines. The diff is jsdiff's (`diff` on npm, pinned):
+ * Myers' O(ND) algorithm, linear for the few differences a failing case has, where the table of
+ * a longest common subsequence written here before cost time and memory in the product of the
+ * two lengths.
  */
 export function lineDiff(expected: string, actual: string): string {
   const a = expected.replace(/\n$/, '').split('\n');
   const b = actual.replace(/\n$/, '').split('\n');
-  // lcs(i, j): length of the longest common subsequence of a[i..] and b[j..], in one flat table.
-  const width = b.length + 1;
-  const table = new Array<number>((a.length + 1) * width).fill(0);
-  const lcs = (i: number, j: number): number => table[i * width + j] ?? 0;
-  for (let i = a.length - 1; i >= 0; i--) {
-    for (let j = b.length - 1; j >= 0; j--) {
-      table[i * width + j] = a[i] === b[j] ? lcs(i + 1, j + 1) + 1 : Math.max(lcs(i + 1, j), lcs(i, j + 1));
-    }
-  }
   const lines: { mark: ' ' | '-' | '+'; text: string }[] = [];
-  let i = 0;
-  let j = 0;
-  while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && a[i] === b[j]) {
-      lines.push({ mark: ' ', text: a[i] ?? '' });
-      i++;
-      j++;
-    } else if (i < a.length && (j === b.length || lcs(i + 1, j) >= lcs(i, j + 1))) {
-      lines.push({ mark: '-', text: a[i] ?? '' });
-      i++;
-    } else {
-      lines.push({ mark: '+', text: b[j] ?? '' });
-      j++;
-    }
+  for (const change of diffArrays(a, b)) {
+    const mark = change.removed ? '-' : change.added ? '+' : ' ';
+    for (const text of change.value) lines.push({ mark, text });
   }
   const context = 2;
-  const near = (index: number): boolean => lines.slice(Math.max(0, index - context), index + context + 1).some((line) => line.mark !== ' ');
+  // Whether each line is within `context` lines of a change: one pass each way, linear.
+  const near = new Array<boolean>(lines.length).fill(false);
+  let sinceChange = Infinity;
+  for (let index = 0; index < lines.length; index++) {
+    sinceChange = lines[index]?.mark === ' ' ? sinceChange + 1 : 0;
+    near[index] = sinceChange <= context;
+  }
+  sinceChange = Infinity;
+  for (let index = lines.length - 1; index >= 0; index--) {
+    sinceChange = lines[index]?.mark === ' ' ? sinceChange + 1 : 0;
+    near[index] = (near[index] ?? false) || sinceChange <= context;
+  }
   const out: string[] = [];
   let skipped = false;
   for (const [index, line] of lines.entries()) {
-    if (near(index)) {
+    if (near[index] === true) {
       if (skipped) out.push('  ...');
       skipped = false;
       out.push(`  ${line.mark} ${line.text}`);
@@ -403,36 +398,56 @@ export function lineDiff(expected: string, actual: string): string {
 // ---------------------------------------------------------------------------------------------
 // The command
 
-const testFlags = { help: { kind: 'boolean', help: 'show this help' } } as const;
+const testFlags = {
+  output: {
+    kind: 'string',
+    placeholder: 'FORMAT',
+    short: 'o',
+    help: 'text (default): PASS/FAIL lines; json or yaml: every case with its result, and the counts',
+    choices: ['text', 'json', 'yaml'],
+  },
+  junit: {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'also write the results as JUnit XML to FILE, for CI systems that show test reports',
+  },
+} as const satisfies Record<string, FlagSpec>;
 
-export async function testCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  let cases: TestCase[];
-  try {
-    const flags = parseFlags(argv, testFlags);
-    if (flags.values.get('help') === true) {
-      io.stdout(
-        `Usage: tolerator test DIR\n\nRuns every *.test.yaml case under DIR through the admission pipeline.\n\n${usage(testFlags)}\n`,
-      );
-      return 0;
-    }
-    if (flags.positionals.length !== 1) throw new UsageError('test takes one directory of *.test.yaml cases');
-    const dir = flags.positionals[0] ?? '';
-    const files = findCaseFiles(dir);
-    if (files.length === 0) throw new UsageError(`no *.test.yaml or *.test.yml files under ${dir}`);
-    cases = files.flatMap((file) => {
-      const documents = parseAllDocuments(io.readFile(file));
-      return documents.flatMap((document, index) => {
-        const [error] = document.errors;
-        if (error !== undefined) throw new CaseError(`${file}: document ${index + 1}: ${error.message.split('\n', 1)[0] ?? ''}`);
-        const value: unknown = document.toJS();
-        return value === null || value === undefined ? [] : [parseTestCase(value, file, index)];
-      });
+/** One case's outcome, as `-o json` and `--junit` report it. */
+export interface CaseReport {
+  readonly name: string;
+  readonly file: string;
+  readonly passed: boolean;
+  readonly failure?: string;
+}
+
+export const testCommand: CommandDefinition = {
+  name: 'test',
+  summary: 'run a directory of *.test.yaml admission cases, as a CI step',
+  arguments: [['<dir>', 'the directory whose *.test.yaml and *.test.yml files (recursively) hold the cases']],
+  flags: testFlags,
+  outcomes: { ok: 'every case passed', found: 'a case failed' },
+  run: runTests,
+};
+
+async function runTests(flags: ParsedFlags, io: CommandIo): Promise<number> {
+  const dir = flags.positionals[0] ?? '';
+  const files = findCaseFiles(dir);
+  if (files.length === 0) throw new UsageError(`no *.test.yaml or *.test.yml files under ${dir}`);
+  const cases = files.flatMap((file) => {
+    const documents = parseAllDocuments(io.readFile(file));
+    return documents.flatMap((document, index) => {
+      const [error] = document.errors;
+      if (error !== undefined) throw new CaseError(`${file}: document ${index + 1}: ${error.message.split('\n', 1)[0] ?? ''}`);
+      const value: unknown = document.toJS();
+      return value === null || value === undefined ? [] : [parseTestCase(value, file, index)];
     });
-  } catch (error) {
-    return inputError(io, error);
-  }
+  });
 
+  const output = (flags.values.get('output') as 'text' | 'json' | 'yaml' | undefined) ?? 'text';
+  const text = output === 'text';
   const policies = new Map<string, PolicySet>();
+  const reports: CaseReport[] = [];
   let failed = 0;
   for (const testCase of cases) {
     const label = `${testCase.name} (${testCase.file})`;
@@ -447,15 +462,81 @@ export async function testCommand(argv: readonly string[], io: CommandIo): Promi
         failure: known ? error.message : `could not run: ${error instanceof Error ? error.message : String(error)}`,
       };
     }
+    reports.push({
+      name: testCase.name,
+      file: testCase.file,
+      passed: result.passed,
+      ...(result.passed ? {} : { failure: result.failure ?? '' }),
+    });
     if (result.passed) {
-      io.stdout(`PASS ${label}\n`);
+      if (text) io.stdout(`PASS ${label}\n`);
     } else {
       failed++;
-      io.stdout(`FAIL ${label}\n${indent(result.failure ?? '')}\n`);
+      if (text) io.stdout(`FAIL ${label}\n${indent(result.failure ?? '')}\n`);
     }
   }
-  io.stdout(`\n${cases.length - failed} passed, ${failed} failed, ${cases.length} cases\n`);
+  const summary = { passed: cases.length - failed, failed, total: cases.length };
+  if (text) io.stdout(`\n${summary.passed} passed, ${failed} failed, ${cases.length} cases\n`);
+  if (output === 'json') io.stdout(`${JSON.stringify({ cases: reports, ...summary }, null, 2)}\n`);
+  if (output === 'yaml') io.stdout(stringify({ cases: reports, ...summary }));
+  const junit = flags.values.get('junit') as string | undefined;
+  if (junit !== undefined) {
+    if (io.writeFile === undefined) throw new UsageError('--junit: this way of running tolerator cannot write files');
+    io.writeFile(junit, junitXml(reports));
+  }
   return failed === 0 ? 0 : 1;
+}
+
+/**
+ * The results as JUnit XML (the testsuites/testsuite/testcase/failure shape Jenkins, GitLab and
+ * GitHub's test reporters read): one testsuite per case file. Written by hand: the format is
+ * five elements, and only XML's escaping needs care, which `xmlText` does.
+ */
+export function junitXml(reports: readonly CaseReport[]): string {
+  const files = new Map<string, CaseReport[]>();
+  for (const report of reports) files.set(report.file, [...(files.get(report.file) ?? []), report]);
+  const failures = reports.filter((report) => !report.passed).length;
+  const lines = [
+    '<?xml version="1.0" encoding="UTF-8"?>',
+    `<testsuites name="tolerator test" tests="${reports.length}" failures="${failures}">`,
+  ];
+  for (const [file, cases] of files) {
+    const failed = cases.filter((report) => !report.passed).length;
+    lines.push(`  <testsuite name="${xmlText(file)}" tests="${cases.length}" failures="${failed}">`);
+    for (const report of cases) {
+      const open = `    <testcase name="${xmlText(report.name)}" classname="${xmlText(file)}"`;
+      if (report.passed) {
+        lines.push(`${open}/>`);
+      } else {
+        const failure = report.failure ?? '';
+        lines.push(`${open}>`);
+        lines.push(`      <failure message="${xmlText(failure.split('\n', 1)[0] ?? '')}">${xmlText(failure)}</failure>`);
+        lines.push('    </testcase>');
+      }
+    }
+    lines.push('  </testsuite>');
+  }
+  lines.push('</testsuites>');
+  return `${lines.join('\n')}\n`;
+}
+
+/**
+ * Text for an XML attribute or element: the five markup characters escaped, and the characters
+ * XML 1.0 cannot hold at all (the C0 controls but tab, newline and return, lone surrogates,
+ * U+FFFE and U+FFFF) written as U+FFFD, so a case name a tenant's manifest carries cannot break the file.
+ */
+export function xmlText(text: string): string {
+  return text
+    .replace(
+      /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+      '\uFFFD',
+    )
+    .replace(/&/g, '&amp;')
+    .replace(/</g, '&lt;')
+    .replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;')
+    .replace(/'/g, '&apos;')
+    .replace(/\n/g, '&#10;');
 }
 
 function indent(text: string): string {
@@ -463,17 +544,4 @@ function indent(text: string): string {
     .split('\n')
     .map((line) => `    ${line}`)
     .join('\n');
-}
-
-function inputError(io: CommandIo, error: unknown): number {
-  if (error instanceof UsageError || error instanceof CaseError) {
-    io.stderr(`tolerator test: ${error.message}\n`);
-    return 2;
-  }
-  const code = (error as { code?: unknown }).code;
-  if (error instanceof Error && typeof code === 'string') {
-    io.stderr(`tolerator test: ${error.message}\n`);
-    return 2;
-  }
-  throw error;
 }

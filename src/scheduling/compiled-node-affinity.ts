@@ -28,7 +28,7 @@
  * budget ran out.
  */
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
-import { parseInt64 } from '../tolerations/numeric.js';
+import { parseInt64 } from '../api/go-strconv.js';
 import { fieldRequirementErrors, visitLabelRequirementErrors } from './required-node-affinity.js';
 import { clip, listValues, maxReasonChars } from './warning-text.js';
 import type { WorkBudget } from './work-budget.js';

@@ -15,7 +15,7 @@
  * Every answer carries a reason naming the term and requirement that failed, for a person.
  */
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
-import { parseInt64 } from '../tolerations/numeric.js';
+import { parseInt64 } from '../api/go-strconv.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 
 export interface AffinityVerdict {
@@ -169,18 +169,24 @@ function labelRequirementMatches(requirement: NodeSelectorRequirement, labels: R
     case 'DoesNotExist':
       return !present;
     case 'Gt':
-    case 'Lt': {
-      // Both sides go through strconv.ParseInt(s, 10, 64): a label that does not parse never matches.
-      const label = present ? parseInt64(value).value : undefined;
-      const bound = parseInt64(values[0] ?? '').value;
-      if (label === undefined || bound === undefined) {
-        return false;
-      }
-      return requirement.operator === 'Gt' ? label > bound : label < bound;
-    }
+    case 'Lt':
+      return present && integerBoundMatches(requirement.operator, value, values[0]);
     default:
       return false;
   }
+}
+
+/**
+ * labels.Requirement.Matches for `Gt` and `Lt`: both the label's value and the one bound go
+ * through strconv.ParseInt(s, 10, 64), and a side that does not parse never matches.
+ */
+export function integerBoundMatches(operator: 'Gt' | 'Lt', value: string, bound: string | undefined): boolean {
+  const label = parseInt64(value).value;
+  const limit = parseInt64(bound ?? '').value;
+  if (label === undefined || limit === undefined) {
+    return false;
+  }
+  return operator === 'Gt' ? label > limit : label < limit;
 }
 
 /** extractNodeFields: a node has one selectable field, metadata.name; any other reads as "". */

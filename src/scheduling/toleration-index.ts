@@ -23,7 +23,8 @@
  */
 import type { Taint, Toleration } from '../api/types.js';
 import type { ComparisonOperatorGate } from '../tolerations/matching.js';
-import { int64Max, int64Min, isDecimalInteger } from '../tolerations/numeric.js';
+import { int64Max, int64Min } from '../api/go-strconv.js';
+import { isDecimalInteger } from '../tolerations/numeric.js';
 import type { WorkBudget } from './work-budget.js';
 
 /** Thresholds sorted so that the ones a value passes form a prefix; `lowest[i]` is the lowest index in the first i + 1. */

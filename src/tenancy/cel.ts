@@ -41,6 +41,8 @@
 import { Environment, EvaluationError, ParseError, TypeError as CelTypeError } from '@marcbachmann/cel-js';
 import type { ASTNode, ParseResult } from '@marcbachmann/cel-js';
 import { RE2JS, RE2JSException } from 're2js';
+import { goTrimSpace } from '../api/go-strings.js';
+import { isCelNode, walkCel } from './cel-ast.js';
 
 /** What a policy expression must produce. */
 export type ExpressionResultType = 'string' | 'bool';
@@ -106,36 +108,6 @@ function mapAsciiLetters(text: string, from: number, to: number): string {
     }
   }
   return copiedUpTo === 0 ? text : out + text.slice(copiedUpTo);
-}
-
-/**
- * Go's unicode.IsSpace, what strings.TrimSpace (cel-go's trim()) removes: the Latin-1 spaces
- * (\t \n \v \f \r, space, U+0085, U+00A0) and, above Latin-1, the White_Space property
- * (U+1680, U+2000-U+200A, U+2028, U+2029, U+202F, U+205F, U+3000). All are single UTF-16 units.
- */
-function isGoSpace(code: number): boolean {
-  return (
-    (code >= 0x09 && code <= 0x0d) ||
-    code === 0x20 ||
-    code === 0x85 ||
-    code === 0xa0 ||
-    code === 0x1680 ||
-    (code >= 0x2000 && code <= 0x200a) ||
-    code === 0x2028 ||
-    code === 0x2029 ||
-    code === 0x202f ||
-    code === 0x205f ||
-    code === 0x3000
-  );
-}
-
-/** strings.TrimSpace, in one pass from each end (a regex `\s+$` would backtrack on a tenant's long run of spaces). */
-function goTrimSpace(text: string): string {
-  let start = 0;
-  let end = text.length;
-  while (start < end && isGoSpace(text.charCodeAt(start))) start++;
-  while (end > start && isGoSpace(text.charCodeAt(end - 1))) end--;
-  return text.slice(start, end);
 }
 
 /** Kubernetes CEL's string functions the library defines otherwise, and the names of cel-go's versions here. */
@@ -445,16 +417,9 @@ const regexFunctions: readonly {
  */
 function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | undefined {
   let problem: { message: string; at: number } | undefined;
-  const visit = (node: unknown): void => {
+  walkCel(root, (node) => {
     if (problem !== undefined) {
-      return;
-    }
-    if (Array.isArray(node)) {
-      node.forEach(visit);
-      return;
-    }
-    if (!isAstNode(node)) {
-      return;
+      return false;
     }
     const goName = goStringFunctionOf(node);
     if (goName !== undefined) {
@@ -468,7 +433,7 @@ function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | und
           message: `the pattern of ${name}() must be a string literal: tolerator compiles every regular expression once, at load (with RE2, as Kubernetes CEL does); a pattern computed per request would cost a compilation on every evaluation, which cannot be interrupted`,
           at: patternNode.start,
         };
-        return;
+        return false;
       }
       try {
         (patternNode as { args: unknown }).args = new CompiledRegex(RE2JS.compile(patternNode.args));
@@ -478,7 +443,7 @@ function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | und
             message: `${name}(): ${error.message} (Kubernetes CEL refuses it too: its regular expressions are RE2's)`,
             at: patternNode.start,
           };
-          return;
+          return false;
         }
         throw error;
       }
@@ -486,9 +451,8 @@ function rewriteRegexCalls(root: ASTNode): { message: string; at: number } | und
         (node.args as unknown[])[0] = re2Matches;
       }
     }
-    visit(node.args);
-  };
-  visit(root);
+    return true;
+  });
   return problem;
 }
 
@@ -514,7 +478,7 @@ function regexCallOf(node: ASTNode): { name: string; patternNode: ASTNode } | un
   }
   const known = regexFunctions.find((fn) => fn.op === node.op && fn.name === name && fn.arities.includes(callArguments.length));
   const patternNode: unknown = known === undefined ? undefined : callArguments[known.pattern];
-  return isAstNode(patternNode) ? { name, patternNode } : undefined;
+  return isCelNode(patternNode) ? { name, patternNode } : undefined;
 }
 
 /** A message of the library, with the names rewriteRegexCalls gave (regex and string functions) spelt as the policy author wrote them. */
@@ -529,21 +493,13 @@ function celSpelling(message: string): string {
 /** The admission variables an expression names (a comprehension variable of the same name counts too). */
 function referencedVariables(root: ASTNode): ReadonlySet<AdmissionVariableName> {
   const names = new Set<AdmissionVariableName>();
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) {
-      node.forEach(visit);
-      return;
-    }
-    if (!isAstNode(node)) {
-      return;
-    }
+  walkCel(root, (node) => {
     if (node.op === 'id' && typeof node.args === 'string' && (admissionVariableNames as readonly string[]).includes(node.args)) {
       names.add(node.args as AdmissionVariableName);
-      return;
+      return false;
     }
-    visit(node.args);
-  };
-  visit(root);
+    return true;
+  });
   return names;
 }
 
@@ -559,29 +515,12 @@ function referencedVariables(root: ASTNode): ReadonlySet<AdmissionVariableName> 
  * computed index or a function call reports what it selected up to there.
  */
 export function tenantWrittenReads(root: ASTNode): string[] {
-  const reads = new Set<string>();
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) {
-      node.forEach(visit);
-      return;
-    }
-    if (!isAstNode(node)) {
-      return;
-    }
-    const chain = selectionChain(node);
-    if (chain !== undefined) {
-      const [variable, ...fields] = chain.path;
-      if ((variable === 'object' || variable === 'oldObject') && !(fields[0] === 'metadata' && fields[1] === 'namespace')) {
-        // Labels and annotations are named as a whole: which key is read does not change who writes it.
-        reads.add([variable, ...fields.slice(0, 2)].join('.'));
-      }
-      chain.computedIndexes.forEach(visit);
-      return;
-    }
-    visit(node.args);
-  };
-  visit(root);
-  return [...reads];
+  return chainReads(root, ([variable, ...fields]) =>
+    (variable === 'object' || variable === 'oldObject') && !(fields[0] === 'metadata' && fields[1] === 'namespace')
+      ? // Labels and annotations are named as a whole: which key is read does not change who writes it.
+        [variable, ...fields.slice(0, 2)].join('.')
+      : undefined,
+  );
 }
 
 /**
@@ -595,27 +534,24 @@ export function tenantWrittenReads(root: ASTNode): string[] {
  * restricting who may create which names.
  */
 export function namespaceNameReads(root: ASTNode): string[] {
+  return chainReads(root, namespaceNameRead);
+}
+
+/**
+ * What `readOf` names among the selection chains of an expression (each chain once, from its
+ * variable; the computed indexes met on the way are expressions of their own and walked too).
+ */
+function chainReads(root: ASTNode, readOf: (path: readonly string[]) => string | undefined): string[] {
   const reads = new Set<string>();
-  const visit = (node: unknown): void => {
-    if (Array.isArray(node)) {
-      node.forEach(visit);
-      return;
-    }
-    if (!isAstNode(node)) {
-      return;
-    }
+  const enter = (node: ASTNode): boolean => {
     const chain = selectionChain(node);
-    if (chain !== undefined) {
-      const name = namespaceNameRead(chain.path);
-      if (name !== undefined) {
-        reads.add(name);
-      }
-      chain.computedIndexes.forEach(visit);
-      return;
-    }
-    visit(node.args);
+    if (chain === undefined) return true;
+    const read = readOf(chain.path);
+    if (read !== undefined) reads.add(read);
+    walkCel(chain.computedIndexes, enter);
+    return false;
   };
-  visit(root);
+  walkCel(root, enter);
   return [...reads];
 }
 
@@ -642,7 +578,7 @@ function selectionChain(node: ASTNode): { path: string[]; computedIndexes: unkno
     return typeof node.args === 'string' ? { path: [node.args], computedIndexes: [] } : undefined;
   }
   const args = node.args as unknown;
-  if (!Array.isArray(args) || args.length !== 2 || !isAstNode(args[0])) {
+  if (!Array.isArray(args) || args.length !== 2 || !isCelNode(args[0])) {
     return undefined;
   }
   const inner = selectionChain(args[0]);
@@ -654,7 +590,7 @@ function selectionChain(node: ASTNode): { path: string[]; computedIndexes: unkno
     return { path: [...inner.path, selector], computedIndexes: inner.computedIndexes };
   }
   if (indexes.has(node.op)) {
-    if (isAstNode(selector) && selector.op === 'value' && typeof selector.args === 'string') {
+    if (isCelNode(selector) && selector.op === 'value' && typeof selector.args === 'string') {
       return { path: [...inner.path, selector.args], computedIndexes: inner.computedIndexes };
     }
     return { path: inner.path, computedIndexes: [...inner.computedIndexes, selector] };
@@ -677,33 +613,20 @@ export function positionOf(source: string, offset: number | undefined): Expressi
 /** The deepest chain of comprehension macros nested inside one another, and where it begins. */
 function comprehensionNesting(root: ASTNode): { depth: number; deepestAt: number } {
   let deepest = { depth: 0, deepestAt: 0 };
-  const visit = (node: unknown, depth: number): void => {
-    if (Array.isArray(node)) {
-      for (const item of node) {
-        visit(item, depth);
-      }
-      return;
-    }
-    if (!isAstNode(node)) {
-      return;
-    }
-    if (node.op === 'rcall' && comprehensionMacros.has(node.args[0])) {
+  const enterAt =
+    (depth: number) =>
+    (node: ASTNode): boolean => {
+      if (node.op !== 'rcall' || !comprehensionMacros.has(node.args[0])) return true;
       // Only the body repeats per element; a chained receiver (`l.map(..).filter(..)`) runs once.
       const [, receiver, body] = node.args;
       const inside = depth + 1;
       if (inside > deepest.depth) {
         deepest = { depth: inside, deepestAt: node.pos };
       }
-      visit(receiver, depth);
-      visit(body, inside);
-      return;
-    }
-    visit(node.args, depth);
-  };
-  visit(root, 0);
+      walkCel(receiver, enterAt(depth));
+      walkCel(body, enterAt(inside));
+      return false;
+    };
+  walkCel(root, enterAt(0));
   return deepest;
-}
-
-function isAstNode(value: unknown): value is ASTNode {
-  return value !== null && typeof value === 'object' && 'op' in value && 'args' in value;
 }

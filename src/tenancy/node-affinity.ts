@@ -13,6 +13,7 @@
  */
 import { clipText, listedItems, spellOut } from '../api/text-bounds.js';
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
+import { integerBoundMatches } from '../scheduling/required-node-affinity.js';
 
 const termsPath = 'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
 
@@ -155,35 +156,11 @@ function admitsValue(requirement: NodeSelectorRequirement, value: string): boole
     case 'DoesNotExist':
       return false;
     case 'Gt':
-    case 'Lt': {
-      // Both sides are parsed with strconv.ParseInt(s, 10, 64); a label that does not parse never matches.
-      const label = parseInt64(value);
-      const bound = parseInt64(values[0] ?? '');
-      if (label === undefined || bound === undefined) {
-        return false;
-      }
-      return requirement.operator === 'Gt' ? label > bound : label < bound;
-    }
+    case 'Lt':
+      return integerBoundMatches(requirement.operator, value, values[0]);
     default:
       return true;
   }
-}
-
-const int64Min = -(2n ** 63n);
-const int64Max = 2n ** 63n - 1n;
-
-/** Go's strconv.ParseInt(s, 10, 64): optional sign, ASCII digits, within int64. */
-function parseInt64(text: string): bigint | undefined {
-  if (!/^[+-]?[0-9]+$/.test(text)) {
-    return undefined;
-  }
-  // No int64 has more than 19 digits after its leading zeros; BigInt would read a megabyte of them
-  // in time that grows faster than their number.
-  if (text.replace(/^[+-]?0*/, '').length > 19) {
-    return undefined;
-  }
-  const value = BigInt(text);
-  return value < int64Min || value > int64Max ? undefined : value;
 }
 
 /**

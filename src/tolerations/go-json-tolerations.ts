@@ -19,7 +19,7 @@
 import { clipText } from '../api/text-bounds.js';
 import { goJsonNodeFromValue, goValueWord, parseGoJson, type GoJsonNode } from '../api/go-json.js';
 import type { Toleration } from '../api/types.js';
-import { parseInt64 } from './numeric.js';
+import { parseInt64 } from '../api/go-strconv.js';
 
 /** The Go package whose Toleration type is decoded into: it names the types in error messages. */
 export type GoTolerationPackage = 'core' | 'v1';

@@ -12,7 +12,8 @@ import { FieldErrorList, forbidden, invalid, notSupported, type FieldError } fro
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { unmarshalTolerations } from './go-json-tolerations.js';
 import { matchingTolerationIn } from './matching.js';
-import { isDecimalInteger, parseInt64 } from './numeric.js';
+import { parseInt64 } from '../api/go-strconv.js';
+import { isDecimalInteger } from './numeric.js';
 
 export interface TolerationValidationOptions {
   /** PodValidationOptions.AllowTaintTolerationComparisonOperators: the gate, or the ratchet. */

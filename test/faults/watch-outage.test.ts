@@ -19,7 +19,7 @@ import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js'
 import { pipelineFor } from '../../src/cli/runtime.js';
 import { startInformers } from '../../src/kube/informers.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
-import { FakeApiServer } from '../kube/fake-api-server.js';
+import { FakeApiServer } from '../support/fake-api-server.js';
 import { silentLogger } from '../support/harness.js';
 import { TcpSwitch } from '../support/tcp-switch.js';
 

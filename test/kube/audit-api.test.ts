@@ -20,7 +20,7 @@ import { allPluginNames } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { audit } from '../support/audit-command.js';
 import { allAuditPods, auditNamespaces, auditNodes, expectedRulesByPod, policiesDir, storedPod } from '../support/audit-fixtures.js';
-import { FakeApiServer, type KubeObject } from './fake-api-server.js';
+import { FakeApiServer, type KubeObject } from '../support/fake-api-server.js';
 
 const settings: AuditSettings = {
   gates: defaultFeatureGates,

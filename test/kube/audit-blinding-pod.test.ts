@@ -18,7 +18,7 @@ import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
 import { allPluginNames } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { allAuditPods, auditNamespaces, auditNodes, policiesDir, storedPod } from '../support/audit-fixtures.js';
-import { FakeApiServer, goJson, type KubeObject } from './fake-api-server.js';
+import { FakeApiServer, goJson, type KubeObject } from '../support/fake-api-server.js';
 
 const settings: AuditSettings = {
   gates: defaultFeatureGates,

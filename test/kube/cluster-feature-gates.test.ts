@@ -7,7 +7,7 @@ import type { TestContext } from 'node:test';
 import { describe, it } from 'node:test';
 import { readClusterFeatureGates } from '../../src/kube/cluster-feature-gates.js';
 import { featureMetricsText, versionInfo } from '../support/api-server-answers.js';
-import { FakeApiServer } from './fake-api-server.js';
+import { FakeApiServer } from '../support/fake-api-server.js';
 
 async function fakeServer(t: TestContext): Promise<FakeApiServer> {
   const fake = await FakeApiServer.start();

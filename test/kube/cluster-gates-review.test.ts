@@ -19,7 +19,7 @@ import { readClusterFeatureGates } from '../../src/kube/cluster-feature-gates.js
 import { startFeatureGateSource, type FeatureGateSource } from '../../src/kube/feature-gate-source.js';
 import { versionInfo } from '../support/api-server-answers.js';
 import { loadReviewFixture, silentLogger } from '../support/harness.js';
-import { FakeApiServer } from './fake-api-server.js';
+import { FakeApiServer } from '../support/fake-api-server.js';
 
 interface Served {
   readonly fake: FakeApiServer;

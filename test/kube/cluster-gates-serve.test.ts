@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
 import { callServe, startServe, type ServedProcess } from '../support/serve-process.js';
-import { FakeApiServer } from './fake-api-server.js';
+import { FakeApiServer } from '../support/fake-api-server.js';
 
 // The development certificate is self-signed for localhost: trust it for these calls only.
 const agent = new Agent({ keepAlive: false, rejectUnauthorized: false });

@@ -11,7 +11,7 @@ import type { TestContext } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startInformers, type InformerFacts, type StartInformersOptions } from '../../src/kube/informers.js';
 import { heartbeatNode, storedNamespace, storedNode } from '../support/realistic-objects.js';
-import { FakeApiServer, type KubeObject } from './fake-api-server.js';
+import { FakeApiServer, type KubeObject } from '../support/fake-api-server.js';
 
 const silent = { info: () => undefined, warn: () => undefined, error: () => undefined };
 /** Deadlines for "eventually": 50 times what these steps take on an idle machine. */

@@ -3,7 +3,7 @@ import type { TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
-import { FakeApiServer } from './fake-api-server.js';
+import { FakeApiServer } from '../support/fake-api-server.js';
 import { restartDelayMs, startInformers } from '../../src/kube/informers.js';
 import type { InformerFacts, StartInformersOptions } from '../../src/kube/informers.js';
 import type { KubeLogger } from '../../src/kube/kube-logger.js';

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import { StringDecoder } from 'node:string_decoder';
 import fc from 'fast-check';
 import { ListItemSplitter } from '../../src/kube/list-items.js';
-import { goJson } from './fake-api-server.js';
+import { goJson } from '../support/fake-api-server.js';
 
 function split(text: string, cuts: readonly number[], skip: readonly (readonly string[])[] = []): { items: unknown[]; envelope: unknown } {
   const bytes = Buffer.from(text);

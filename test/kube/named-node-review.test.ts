@@ -15,7 +15,7 @@ import { createApp } from '../../src/http/app.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { startInformers } from '../../src/kube/informers.js';
 import { loadReviewFixture, silentLogger } from '../support/harness.js';
-import { FakeApiServer } from './fake-api-server.js';
+import { FakeApiServer } from '../support/fake-api-server.js';
 
 interface WireResponse {
   response: { uid: string; allowed: boolean; status?: { code: number; reason: string; message: string }; warnings?: string[] };

@@ -30,11 +30,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { Environment } from '@marcbachmann/cel-js';
-import type { ASTNode } from '@marcbachmann/cel-js';
 import jsonpatch from 'fast-json-patch';
 import { parseAllDocuments } from 'yaml';
 import { parseClusterState, type ClusterState } from '../../src/kube/cluster-state-file.js';
 import { toCelValue } from '../../src/tenancy/cel.js';
+import { walkCel } from '../../src/tenancy/cel-ast.js';
 import { fixturesDir, loadReviewFixtures, type ReviewFixture } from '../support/harness.js';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -324,15 +324,12 @@ const commonFunctions = new Set([
 ]);
 
 function functionsIn(node: unknown, out: Set<string>): Set<string> {
-  if (Array.isArray(node)) {
-    for (const item of node) functionsIn(item, out);
-  } else if (node !== null && typeof node === 'object' && 'op' in node && 'args' in node) {
-    const ast = node as ASTNode;
+  walkCel(node, (ast) => {
     if ((ast.op === 'call' || ast.op === 'rcall') && Array.isArray(ast.args) && typeof ast.args[0] === 'string') {
       out.add(ast.args[0]);
     }
-    functionsIn(ast.args, out);
-  }
+    return true;
+  });
   return out;
 }
 

@@ -12,7 +12,7 @@
  * A Namespace is about 1 KB: a `kubectl create` managedFields entry, `spec.finalizers` and
  * `status.phase` around its labels and annotations.
  */
-import type { KubeObject } from '../kube/fake-api-server.js';
+import type { KubeObject } from './fake-api-server.js';
 
 type Json = Record<string, unknown>;
 

@@ -1,6 +1,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { int64Max, int64Min, isDecimalInteger, parseCanonicalInt64, parseInt64 } from '../../src/tolerations/numeric.js';
+import { int64Max, int64Min, parseInt64 } from '../../src/api/go-strconv.js';
+import { isDecimalInteger, parseCanonicalInt64 } from '../../src/tolerations/numeric.js';
 
 const notCanonical = 'must be a valid decimal integer in canonical form';
 

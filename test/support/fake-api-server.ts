@@ -27,7 +27,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { featureMetricsText, versionInfo } from '../support/api-server-answers.js';
+import { featureMetricsText, versionInfo } from './api-server-answers.js';
 
 export type Resource = 'namespaces' | 'nodes';
 
