@@ -11,12 +11,26 @@
  * webhooks are called. Rounds alternate the order, so drift on a shared machine falls on both.
  * The client is cluster-admin (system:masters), which API Priority and Fairness exempts from
  * queuing: the latency is admission's, not a flow-control queue's.
+ *
+ * "policies" is the same pod through `tolerator export`'s MutatingAdmissionPolicy and
+ * ValidatingAdmissionPolicy (docs/without-a-webhook.md) instead of the webhooks: a namespace the
+ * webhooks skip (`tolerator.dev/ignore=true`), selected by the policies' bindings alone (their
+ * namespaceSelector is replaced by a label only that namespace carries). On 1.35 the API server
+ * runs with the MutatingAdmissionPolicy gate and runtime-config for it; the other two rows are
+ * unaffected by a policy whose binding selects another namespace.
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { join } from 'node:path';
 import { parse } from 'yaml';
-import { createObject, startToleratorOnCluster } from '../test/cluster/tolerator-on-cluster.js';
+import {
+  controlPlaneMinor,
+  defaultExportSettings,
+  exportedDocuments,
+  installExportedPolicies,
+  mutatingPolicyPlaneOptions,
+} from '../test/cluster/exported-policies.js';
+import { createObject, startToleratorOnCluster, type Manifest } from '../test/cluster/tolerator-on-cluster.js';
 
 export const e2eBegin = '<!-- e2e: written by `npm run bench -- --only e2e` -->';
 export const e2eEnd = '<!-- /e2e -->';
@@ -121,8 +135,21 @@ export async function measureE2e(options: E2eOptions): Promise<string[]> {
   const seconds = options.quick ? 2 : 5;
   options.note('starting a control plane with tolerator registered');
   // Log level info, as deploy/ runs it: one line a review.
-  const cluster = await startToleratorOnCluster({ dir: join(options.dir, 'e2e') });
+  const version = controlPlaneMinor();
+  const cluster = await startToleratorOnCluster({ dir: join(options.dir, 'e2e'), plane: mutatingPolicyPlaneOptions(version) });
   try {
+    await createObject(cluster.objects, {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'bench-policies', labels: { 'tolerator.dev/ignore': 'true', 'tolerator.dev/bench': 'policies' } },
+    });
+    const onlyBenchPolicies = { matchLabels: { 'tolerator.dev/bench': 'policies' } };
+    const documents = exportedDocuments(defaultExportSettings(version)).map((document): Manifest => {
+      if (!document.kind.endsWith('Binding')) return document;
+      const spec = document.spec as Record<string, unknown>;
+      return { ...document, spec: { ...spec, matchResources: { namespaceSelector: onlyBenchPolicies } } };
+    });
+    await installExportedPolicies(cluster.plane.kubeconfig, documents, 'bench-policies');
     await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'bench-with' } });
     await createObject(cluster.objects, {
       apiVersion: 'v1',
@@ -133,9 +160,10 @@ export async function measureE2e(options: E2eOptions): Promise<string[]> {
     // Warm-up: connections, the API server's caches, V8's compiled code on both sides.
     await measure(target, 'bench-with', 4, 2);
     await measure(target, 'bench-without', 4, 2);
+    await measure(target, 'bench-policies', 4, 2);
     const results = new Map<string, Run[]>();
     for (let round = 0; round < rounds; round++) {
-      const order = round % 2 === 0 ? ['bench-without', 'bench-with'] : ['bench-with', 'bench-without'];
+      const order = round % 2 === 0 ? ['bench-without', 'bench-with', 'bench-policies'] : ['bench-policies', 'bench-with', 'bench-without'];
       for (const clients of [1, 16]) {
         for (const namespace of order) {
           options.note(`round ${round + 1}: ${namespace}, ${clients} clients`);
@@ -152,29 +180,30 @@ export async function measureE2e(options: E2eOptions): Promise<string[]> {
     };
     const lines = [
       e2eBegin,
-      '## Pod creation through kube-apiserver, with and without tolerator (`--only e2e`)',
+      '## Pod creation through kube-apiserver, with and without tolerator, and with its exported policies instead (`--only e2e`)',
       '',
       `- kube-apiserver ${cluster.plane.version} and etcd from \`npm run control-plane:build\` on loopback; tolerator \`serve\` from the sources at the shipped log level (info: a line a review); the shipped webhooks (\`kubectl kustomize deploy/\`, clientConfig → url + caBundle)`,
-      `- a Burstable pod, \`POST …/pods?dryRun=All\`; ${rounds} round(s) of ${seconds} s per cell, order alternated; "without": a namespace labelled \`tolerator.dev/ignore=true\` (no webhook called); client cluster-admin (APF-exempt)`,
+      `- a Burstable pod, \`POST …/pods?dryRun=All\`; ${rounds} round(s) of ${seconds} s per cell, order alternated; "without": a namespace labelled \`tolerator.dev/ignore=true\` (no webhook called); "exported policies": such a namespace selected by \`tolerator export\`'s policy bindings alone (docs/without-a-webhook.md); client cluster-admin (APF-exempt)`,
       "- the API server, etcd, tolerator and the client share the machine's 2 cores: absolute rates are this machine's, the difference is what the webhooks add",
       '',
       '| namespace | clients | creates/s | p50 ms | p99 ms |',
       '| --- | ---: | ---: | ---: | ---: |',
     ];
     for (const clients of [1, 16]) {
-      for (const namespace of ['bench-without', 'bench-with']) {
+      for (const namespace of ['bench-without', 'bench-with', 'bench-policies']) {
         const s = summary(namespace, clients);
-        lines.push(
-          `| ${namespace === 'bench-with' ? 'with tolerator' : 'without'} | ${clients} | ${Math.round(s.rate).toLocaleString('en-US')} | ${s.p50.toFixed(2)} | ${s.p99.toFixed(2)} |`,
-        );
+        const title = { 'bench-with': 'with tolerator', 'bench-without': 'without', 'bench-policies': 'exported policies' }[namespace];
+        lines.push(`| ${title} | ${clients} | ${Math.round(s.rate).toLocaleString('en-US')} | ${s.p50.toFixed(2)} | ${s.p99.toFixed(2)} |`);
       }
     }
     lines.push('');
     for (const clients of [1, 16]) {
       const withIt = summary('bench-with', clients);
       const without = summary('bench-without', clients);
+      const policies = summary('bench-policies', clients);
       lines.push(
         `- added by tolerator at ${clients} client(s): p50 +${(withIt.p50 - without.p50).toFixed(2)} ms, p99 +${(withIt.p99 - without.p99).toFixed(2)} ms, throughput ×${(withIt.rate / without.rate).toFixed(2)}`,
+        `- added by the exported policies at ${clients} client(s): p50 +${(policies.p50 - without.p50).toFixed(2)} ms, p99 +${(policies.p99 - without.p99).toFixed(2)} ms, throughput ×${(policies.rate / without.rate).toFixed(2)}`,
       );
     }
     lines.push(e2eEnd);

@@ -17,6 +17,7 @@ import { auditCommand } from './audit.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { exitCodeHelp, exitCodes, exitForError } from './exit-codes.js';
 import { explainCommand } from './explain.js';
+import { exportCommand } from './export.js';
 import { addFlags, readFlags, type ParsedFlags } from './flags.js';
 import { testCommand } from './policy-test.js';
 import { reviewCommand } from './review.js';
@@ -31,6 +32,7 @@ export const commands: readonly CommandDefinition[] = [
   simulateCommand,
   testCommand,
   auditCommand,
+  exportCommand,
 ];
 
 /**
