@@ -528,6 +528,8 @@ export function junitXml(reports: readonly CaseReport[]): string {
 export function xmlText(text: string): string {
   return text
     .replace(
+      // The control characters are what the expression is for.
+      // eslint-disable-next-line no-control-regex
       /[\u0000-\u0008\u000B\u000C\u000E-\u001F\uFFFE\uFFFF]|[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
       '\uFFFD',
     )

@@ -23,8 +23,8 @@
  * `find()`/`findAll()` (k8s.io/apiserver/pkg/cel/library/regex.go) use Go's `regexp`: RE2 syntax,
  * linear time, no backreferences, no lookaround. The library's own `matches()` builds a JavaScript
  * RegExp, which backtracks: `'^(a+)+$'` against a tenant's 40-character annotation never returns
- * unless V8's `--enable-experimental-regexp-engine-on-excessive-backtracks` is set, which only
- * `npm start` and the image set (the installed `bin` does not), and it accepts patterns Kubernetes
+ * unless V8's `--enable-experimental-regexp-engine-on-excessive-backtracks` is set (src/main.ts
+ * sets it now, but a library caller or a worker may not have it), and it accepts patterns Kubernetes
  * refuses and reads others differently (`\z`, `(?i)`). So every regex function here runs on re2js,
  * a port of RE2/J, itself a port of Go's regexp: the same syntax, limits and messages
  * (`error parsing regexp: …`), linear time whatever the process flags. See rewriteRegexCalls.

@@ -212,7 +212,7 @@ describe('tolerator audit --cluster-state FILE', () => {
 
   it("docs/audit.md's example is what the command prints for examples/audit-cluster.yaml", async () => {
     const readme = readFileSync(join(root, 'docs', 'audit.md'), 'utf8');
-    const command = '$ npm run tolerator -- audit --cluster-state examples/audit-cluster.yaml --policies policies\n';
+    const command = '$ npx tolerator audit --cluster-state examples/audit-cluster.yaml --policies policies\n';
     const start = readme.indexOf(command);
     assert.ok(start !== -1, 'docs/audit.md shows the command');
     const shown = readme.slice(start + command.length, readme.indexOf('\n```', start) + 1);

@@ -148,7 +148,10 @@ describe('Dockerfile', () => {
 
   it('uses the same node flag and entry point as package.json', () => {
     assert.ok(packageJson.scripts.start?.includes(REGEXP_FLAG), 'npm start passes the flag');
-    assert.equal(packageJson.bin.tolerator, 'dist/main.js');
+    // The bins run the sources in a checkout and dist/main.js (the image's entry point) elsewhere.
+    assert.equal(packageJson.bin.tolerator, 'bin/tolerator.js');
+    assert.equal(packageJson.bin['kubectl-tolerator'], 'bin/tolerator.js');
+    assert.match(readFileSync(join(ROOT, 'bin', 'tolerator.js'), 'utf8'), /new URL\('\.\.\/dist\/main\.js', import\.meta\.url\)/);
   });
 });
 

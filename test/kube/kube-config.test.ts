@@ -1,5 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadKubeConfig } from '../../src/kube/kube-config.js';
 
@@ -46,5 +49,66 @@ describe('loadKubeConfig', () => {
   it('fails when the kubeconfig file cannot be read', () => {
     const missing = fileURLToPath(new URL('./fixtures/no-such-kubeconfig.yaml', import.meta.url));
     assert.throws(() => loadKubeConfig({ kubeconfigPath: missing, env: {} }), /ENOENT/);
+  });
+});
+
+/** A kubeconfig of one cluster, user and context each, all named `name` unless `context` says otherwise. */
+function kubeconfigFile(dir: string, file: string, name: string, server: string, currentContext: string): string {
+  const path = join(dir, file);
+  writeFileSync(
+    path,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      `current-context: "${currentContext}"`,
+      `clusters: [{ name: ${name}, cluster: { server: "${server}" } }]`,
+      `users: [{ name: ${name}, user: { token: t-${file} } }]`,
+      `contexts: [{ name: ${name}, context: { cluster: ${name}, user: ${name} } }]`,
+    ].join('\n'),
+  );
+  return path;
+}
+
+describe('loadKubeConfig as kubectl finds the kubeconfig (the CLI client commands: discover)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'tolerator-kubeconfig-'));
+  const first = kubeconfigFile(dir, 'first.yaml', 'dev', 'https://first.example:6443', '');
+  const second = kubeconfigFile(dir, 'second.yaml', 'dev', 'https://second.example:6443', 'dev');
+  const third = kubeconfigFile(dir, 'third.yaml', 'prod', 'https://third.example:6443', 'prod');
+  const home = join(dir, 'home');
+  mkdirSync(join(home, '.kube'), { recursive: true });
+  kubeconfigFile(join(home, '.kube'), 'config', 'home', 'https://home.example:6443', 'home');
+
+  it('KUBECONFIG is a list: the first file to name a cluster wins, and the first current-context set wins (clientcmd loader.go)', () => {
+    const kc = loadKubeConfig({
+      env: { KUBECONFIG: [first, join(dir, 'missing.yaml'), '', second, third].join(delimiter) },
+      discover: { homeDir: home },
+    });
+    assert.equal(kc?.getCurrentContext(), 'dev');
+    assert.equal(kc.getCurrentCluster()?.server, 'https://first.example:6443');
+    assert.deepEqual(
+      kc.getContexts().map((context) => context.name),
+      ['dev', 'prod'],
+    );
+  });
+
+  it('--context picks another context of the merged files; an unknown one is an error naming it', () => {
+    const env = { KUBECONFIG: [second, third].join(delimiter) };
+    assert.equal(
+      loadKubeConfig({ env, context: 'prod', discover: { homeDir: home } })?.getCurrentCluster()?.server,
+      'https://third.example:6443',
+    );
+    assert.throws(() => loadKubeConfig({ env, context: 'staging', discover: { homeDir: home } }), /context "staging" does not exist/);
+  });
+
+  it('without KUBECONFIG: ~/.kube/config; --kubeconfig before both', () => {
+    assert.equal(loadKubeConfig({ env: {}, discover: { homeDir: home } })?.getCurrentCluster()?.server, 'https://home.example:6443');
+    assert.equal(
+      loadKubeConfig({ kubeconfigPath: third, env: { KUBECONFIG: second }, discover: { homeDir: home } })?.getCurrentCluster()?.server,
+      'https://third.example:6443',
+    );
+  });
+
+  it('serve does not discover: without --kubeconfig it reads neither KUBECONFIG nor ~/.kube/config', () => {
+    assert.equal(loadKubeConfig({ env: { KUBECONFIG: second } }), undefined);
   });
 });
