@@ -84,14 +84,15 @@ const namespace = 'eviction';
 
 /**
  * The slack past evictAfterSeconds within which the controller must have marked the pod, from
- * the measurement: on two cores at a load average of 20-22 (nine agents' builds and tests), the
- * delays past simulate's evictAfterSeconds over 19 evicted pods were 93 ms to 765 ms (median
- * 142 ms): the controller's node informer and queue, its GET, status PATCH and DELETE, and this
- * test's LIST every 200 ms. The slack is five times the largest, rounded up to whole seconds. The
- * lower bound has no slack: the controller starts its timer when it sees the taint, after this
- * test wrote it, so an eviction sooner than evictAfterSeconds is a disagreement whatever the load.
+ * the measurement: on two cores at a load average of 20-28 (nine agents' builds and tests), the
+ * delays past simulate's evictAfterSeconds over 19 evicted pods were 93-765 ms (median 142 ms) in
+ * one run and 52-909 ms (median 203 ms) in another: the controller's node informer and queue, its
+ * GET, status PATCH and DELETE, and this test's LIST every 200 ms. The slack is five times the
+ * largest, 4.5 s, rounded up to whole seconds. The lower bound has no slack: the controller starts
+ * its timer when it sees the taint, after this test wrote it, so an eviction sooner than
+ * evictAfterSeconds is a disagreement whatever the load.
  */
-const slackMs = 4_000;
+const slackMs = 5_000;
 
 interface Eviction {
   readonly name: string;
@@ -186,6 +187,14 @@ describe(
         .filter(({ predicted, observedMs }) => predicted !== null && observedMs !== undefined)
         .map(({ predicted, observedMs }) => observedMs! - predicted! * 1000)
         .sort((a, b) => a - b);
+      const outcomes = new Map<string, number>();
+      for (const { predicted } of evictions) {
+        const outcome = predicted === null ? 'never' : `${predicted} s`;
+        outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
+      }
+      console.log(
+        `taint-eviction.differential: simulate's evictAfterSeconds: ${[...outcomes].map(([outcome, n]) => `${outcome} × ${n}`).join(', ')}`,
+      );
       console.log(
         `taint-eviction.differential: delay past simulate's evictAfterSeconds over ${delays.length} evicted pods: ` +
           `min ${delays[0]} ms, median ${delays[Math.floor(delays.length / 2)]} ms, max ${delays[delays.length - 1]} ms`,
