@@ -229,9 +229,19 @@ describe(
           afterTolerator: twin,
         });
       }
-      reviewedPods = (cluster.tolerator()?.logs ?? []).filter(
-        (entry) => entry.msg === 'admission review' && entry.webhook === 'mutate' && entry.kind === 'Pod' && entry.namespace === reviewed,
-      ).length;
+      // tolerator's log lines reach this process through a pipe, after its answers: waited for (10 s at most).
+      const countReviews = (): number =>
+        (cluster?.tolerator()?.logs ?? []).filter(
+          (entry) => entry.msg === 'admission review' && entry.webhook === 'mutate' && entry.kind === 'Pod' && entry.namespace === reviewed,
+        ).length;
+      reviewedPods = await pollUntil(
+        `tolerator's log of a mutating review of each pod in ${reviewed}`,
+        () => {
+          const count = countReviews();
+          return count >= pairs.length ? count : undefined;
+        },
+        { timeoutMs: 10_000, describe: () => `${countReviews()} reviews` },
+      ).catch(() => countReviews());
 
       // The pods tolerator changed, as the controller made them, through the in-tree plugin.
       const changed = pairs.filter(({ controllers: a, afterTolerator: b }) => !equalJson(a.spec, b.spec));
