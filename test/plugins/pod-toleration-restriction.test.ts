@@ -9,6 +9,7 @@ import {
   namespaceDefaultTolerationsAnnotation as defaultsKey,
   namespaceTolerationsWhitelistAnnotation as whitelistKey,
 } from '../../src/plugins/pod-toleration-restriction.js';
+import { daemonSetPodTolerations } from '../../src/plugins/daemonset-tolerations.js';
 import { pluginContext, podAttributes } from '../support/plugin-inputs.js';
 
 /** A context whose namespace carries the given annotations (undefined: the namespace is unknown). */
@@ -190,6 +191,17 @@ describe('PodTolerationRestriction admit', () => {
       {
         name: 'a wildcard pod toleration swallows the defaults that it covers',
         given: { containers: burstable, tolerations: [{ operator: 'Exists' }], annotations: annotated([tv]) },
+        want: { tolerations: [{ operator: 'Exists' }] },
+      },
+      {
+        // Found by test/differential/daemonset.differential.ts: the DaemonSet controller's pod of
+        // such a template, Burstable, comes out of the in-tree plugin (and of tolerator) so.
+        name: "a Burstable DaemonSet pod whose template tolerates everything keeps that toleration alone, the controller's set merged away",
+        given: {
+          containers: burstable,
+          tolerations: [{ operator: 'Exists' }, ...daemonSetPodTolerations(true)],
+          annotations: annotated(),
+        },
         want: { tolerations: [{ operator: 'Exists' }] },
       },
       {
