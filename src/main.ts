@@ -36,6 +36,7 @@ import { simulateCommand } from './cli/simulate.js';
 import { createApp } from './http/app.js';
 import { readClientCaBundle, type ClientCaBundle } from './http/client-ca.js';
 import { createMetrics } from './http/metrics.js';
+import { logFormat } from './http/log-format.js';
 import { generateDevelopmentCertificate, readCertificatePair } from './http/serving-certificate.js';
 import { BodyBudget } from './http/body-budget.js';
 import { startTlsServer } from './http/tls-server.js';
@@ -110,7 +111,7 @@ const commandIo: CommandIo = {
   readBytes: (path) => readFileSync(path),
   readStdin: () => readFileSync(0),
   // Warnings only, and to stderr: an offline command's output is what it writes to stdout.
-  log: () => (inputLog ??= pino({ level: 'warn' }, pino.destination(2))),
+  log: () => (inputLog ??= pino({ ...logFormat, level: 'warn' }, pino.destination(2))),
   env: process.env,
 };
 
@@ -162,7 +163,7 @@ function createLogger(level: string | undefined): Logger {
   }
   // Asynchronous writes: a review never waits for its log line to reach stdout. Pending lines
   // still go out before the process exits (the writes keep the event loop alive).
-  return pino({ level: level ?? 'info', base: { component: 'tolerator' } }, pino.destination({ dest: 1, sync: false }));
+  return pino({ ...logFormat, level: level ?? 'info', base: { component: 'tolerator' } }, pino.destination({ dest: 1, sync: false }));
 }
 
 async function serve(argv: readonly string[]): Promise<number> {
