@@ -113,6 +113,7 @@ const commandIo: CommandIo = {
   // Warnings only, and to stderr: an offline command's output is what it writes to stdout.
   log: () => (inputLog ??= pino({ ...logFormat, level: 'warn' }, pino.destination(2))),
   env: process.env,
+  stderrIsTerminal: process.stderr.isTTY,
 };
 
 /** Every command but serve, which composes the server and so stays in this file. A Map, so that no inherited property is a command. */

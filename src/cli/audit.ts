@@ -4,16 +4,26 @@
  * Namespaces, Nodes and Pods) or from the cluster (`--kubeconfig FILE`, or the in-cluster service
  * account), read page by page.
  *
- * Output: a table (NAMESPACE NAME NODE RULE MESSAGE) or `-o json`
- * (`{violations: [{namespace, name, node, rule, message, policy?}], undecided, summary}`), sorted
- * by namespace, pod and rule. Exit code: 0 nothing found, 1 something found, 2 bad input (flags,
- * files, policies, or a pod that could not be judged), with the reason on stderr.
+ * Output: a table (NAMESPACE NAME NODE RULE MESSAGE) and a summary by rule and namespace, or
+ * `-o json` (`{violations: [{namespace, name, node, rule, message, policy?}], undecided, summary}`),
+ * sorted by namespace, pod and rule; `--group-by workload` gathers them by the owning Deployment,
+ * StatefulSet, DaemonSet, Job or CronJob (src/audit/workloads.ts). `-o yaml`: the PolicyReports the
+ * periodic audit of `serve` would write (the same src/audit/policy-reports.ts), for
+ * `kubectl apply -f -`. `--rule` and `-n/--namespace` narrow what is audited. While it reads a
+ * cluster, and stderr is a terminal, a progress line is kept on stderr.
+ *
+ * Exit code: 0 nothing found, 1 something found, 2 bad input (flags, files, policies, or a pod
+ * that could not be judged), with the reason on stderr.
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditJson, auditTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
+import { auditRuleNames, isAuditRuleName, type AuditRuleName } from '../audit/audit-rules.js';
+import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
+import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
+import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
 import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
-import type { Namespace, Node } from '../api/types.js';
+import { stringify as stringifyYaml } from 'yaml';
+import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
 import { emptyPolicySet } from '../tenancy/policy-set.js';
@@ -57,7 +67,23 @@ export const auditFlags = {
   },
   kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'the cluster to audit (default: the in-cluster service account)' },
   all: { kind: 'boolean', help: 'also audit mirror pods and pods in namespaces the webhooks exclude' },
-  output: { kind: 'string', placeholder: 'table|json', help: 'output format (default table); also -o' },
+  namespace: { kind: 'string', placeholder: 'NS', help: 'audit only the pods of this namespace; also -n' },
+  'all-namespaces': { kind: 'boolean', help: 'audit the pods of every namespace (the default); also -A' },
+  rule: {
+    kind: 'string',
+    placeholder: 'RULE1,RULE2',
+    help: `report only these rules (${auditRuleNames.join(', ')}); a pod breaking none of them passes`,
+  },
+  'group-by': {
+    kind: 'string',
+    placeholder: 'pod|workload',
+    help: 'one row per pod (default), or per owning workload (Deployment, StatefulSet, DaemonSet, Job, CronJob) with its pod count',
+  },
+  output: {
+    kind: 'string',
+    placeholder: 'table|json|yaml',
+    help: 'output format (default table); yaml: the PolicyReports the server writes, for kubectl apply -f -; also -o',
+  },
   help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
 
@@ -94,21 +120,73 @@ const cliRequestsPerSecond = 5;
  */
 const cliMaxPageBytes = 16 * 1024 * 1024;
 
+/** `-n NS`, `-nNS`, `-n=NS` as `--namespace NS`, `-A` as `--all-namespaces`, as kubectl reads them; then -o. */
+export function shortAuditFlags(argv: readonly string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i] ?? '';
+    if (arg === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    if (arg === '-n') {
+      out.push('--namespace', argv[i + 1] ?? '');
+      i++;
+    } else if (arg.startsWith('-n') && !arg.startsWith('--')) {
+      out.push(`--namespace=${arg.slice(arg.startsWith('-n=') ? 3 : 2)}`);
+    } else if (arg === '-A') {
+      out.push('--all-namespaces');
+    } else {
+      out.push(arg);
+    }
+  }
+  return shortOutputFlag(out);
+}
+
+/** `--rule`: the rules named, each one of auditRuleNames. */
+function readRules(raw: string | undefined): ReadonlySet<AuditRuleName> | undefined {
+  if (raw === undefined) return undefined;
+  const names = raw
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (names.length === 0) throw new UsageError(`--rule needs at least one rule: ${auditRuleNames.join(', ')}`);
+  for (const name of names) {
+    if (!isAuditRuleName(name)) throw new UsageError(`--rule: no rule ${JSON.stringify(name)}; the rules are ${auditRuleNames.join(', ')}`);
+  }
+  return new Set(names as AuditRuleName[]);
+}
+
 export async function auditCommand(argv: readonly string[], io: CommandIo): Promise<number> {
   let result: AuditResult;
-  let output: 'table' | 'json';
+  let output: 'table' | 'json' | 'yaml';
+  let workloads: WorkloadFinding[] | undefined;
+  let settings: AuditSettings;
   try {
-    const flags = parseFlags(shortOutputFlag(argv), auditFlags);
+    const flags = parseFlags(shortAuditFlags(argv), auditFlags);
     if (flags.values.get('help') === true) {
       io.stdout(`Usage: tolerator audit (--cluster-state FILE | --kubeconfig FILE) [flags]\n\n${usage(auditFlags)}\n`);
       return 0;
     }
     if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
     const rawOutput = (flags.values.get('output') as string | undefined) ?? 'table';
-    if (rawOutput !== 'table' && rawOutput !== 'json') throw new UsageError(`-o must be table or json, got ${JSON.stringify(rawOutput)}`);
+    if (rawOutput !== 'table' && rawOutput !== 'json' && rawOutput !== 'yaml') {
+      throw new UsageError(`-o must be table, json or yaml, got ${JSON.stringify(rawOutput)}`);
+    }
     output = rawOutput;
+    const groupBy = (flags.values.get('group-by') as string | undefined) ?? 'pod';
+    if (groupBy !== 'pod' && groupBy !== 'workload')
+      throw new UsageError(`--group-by must be pod or workload, got ${JSON.stringify(groupBy)}`);
+    if (groupBy === 'workload' && output === 'yaml')
+      throw new UsageError('-o yaml writes PolicyReports, one result per pod: it takes no --group-by');
+    const namespace = flags.values.get('namespace') as string | undefined;
+    if (namespace === '') throw new UsageError('-n/--namespace needs a namespace');
+    if (namespace !== undefined && flags.values.get('all-namespaces') === true) {
+      throw new UsageError('give -n/--namespace NS or -A/--all-namespaces, not both');
+    }
+    const rules = readRules(flags.values.get('rule') as string | undefined);
     const admission = readAdmissionSettings(flags);
-    const settings: AuditSettings = {
+    settings = {
       gates: admission.gates,
       enabled: new Set(admission.enabled),
       policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
@@ -121,13 +199,44 @@ export async function auditCommand(argv: readonly string[], io: CommandIo): Prom
       throw new UsageError('give --cluster-state FILE or --kubeconfig FILE, not both');
     }
     const source =
-      admission.clusterStateFile !== undefined ? fileSource(admission.clusterStateFile, io) : await clusterSource(kubeconfig, io.env ?? {});
-    result = await runAudit(source.pages, source.facts, settings);
+      admission.clusterStateFile !== undefined
+        ? fileSource(admission.clusterStateFile, namespace, io)
+        : await clusterSource(kubeconfig, namespace, io);
+    const controllers = new Map<string, WorkloadRef | undefined>();
+    result = await runAudit(source.pages, source.facts, settings, {
+      ...(rules === undefined ? {} : { rules }),
+      ...(groupBy === 'workload'
+        ? {
+            onFindings: (pod) => {
+              const name = pod.metadata?.name ?? '';
+              controllers.set(`${pod.metadata?.namespace ?? ''}/${name}`, controllerOf(pod.metadata));
+            },
+          }
+        : {}),
+    });
+    source.done();
+    if (groupBy === 'workload') {
+      const workloadOfPod = new Map<string, WorkloadRef>();
+      for (const [key, controller] of controllers) {
+        const slash = key.indexOf('/');
+        const podNamespace = key.slice(0, slash);
+        workloadOfPod.set(key, await workloadOf(podNamespace, key.slice(slash + 1), controller, source.readController));
+      }
+      workloads = groupByWorkload(result.violations, workloadOfPod);
+    }
   } catch (error) {
     io.stderr(`tolerator audit: ${error instanceof Error ? error.message : String(error)}\n`);
     return 2;
   }
-  io.stdout(output === 'json' ? auditJson(result) : auditTable(result));
+  io.stdout(
+    output === 'yaml'
+      ? policyReportsYaml(result, settings, new Date())
+      : output === 'json'
+        ? auditJson(result, workloads)
+        : workloads === undefined
+          ? auditTable(result)
+          : auditWorkloadTable(result, workloads),
+  );
   for (const pod of result.undecided) {
     io.stderr(`tolerator audit: ${terminalSafe(`could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
   }
@@ -135,25 +244,73 @@ export async function auditCommand(argv: readonly string[], io: CommandIo): Prom
   return result.violations.length > 0 ? 1 : 0;
 }
 
+/**
+ * `-o yaml`: the reports the periodic audit would write after this audit, as YAML documents (the
+ * first report API, wgpolicyk8s.io/v1alpha2, which Kyverno and Policy Reporter read). The server
+ * also deletes its report in a namespace with no violation left; `kubectl apply --prune` with
+ * tolerator's report labels does the same (docs/runbooks.md has the command). No violations: a
+ * comment only, no document.
+ */
+function policyReportsYaml(result: AuditResult, settings: AuditSettings, now: Date): string {
+  const [api] = reportApis;
+  if (api === undefined) throw new Error('no report API');
+  const enforcement = new Map(settings.policies.policies.map((policy) => [policy.name, policy.enforcement]));
+  const reports = [...buildPolicyReports(api, result, (name) => enforcement.get(name), now).values()];
+  if (reports.length === 0) return `# no violations in ${result.summary.audited} pods audited: no ${api.kind}\n`;
+  return reports.map((report) => stringifyYaml(report, { lineWidth: 0 })).join('---\n');
+}
+
 interface AuditSource {
   readonly pages: PodPages;
   readonly facts: ClusterFacts;
+  /** The controller of a ReplicaSet or Job (`--group-by workload`); undefined: none, or it is gone. */
+  readonly readController: (namespace: string, owner: WorkloadRef) => Promise<WorkloadRef | undefined>;
+  /** The pods are read: the progress line, if any, is cleared. */
+  readonly done: () => void;
 }
 
-function fileSource(file: string, io: CommandIo): AuditSource {
+function fileSource(file: string, namespace: string | undefined, io: CommandIo): AuditSource {
   const state = parseClusterState(io.readFile(file), file, { readPods: true });
   for (const warning of state.warnings) io.stderr(`tolerator audit: ${terminalSafe(warning)}\n`);
   if (state.pods.length === 0)
     throw new UsageError(`${file}: no v1 Pod found (kubectl get namespaces,nodes,pods -A -o yaml writes all three)`);
-  return { pages: podsAsOnePage(state.pods), facts: staticClusterFacts(state) };
+  const pods = namespace === undefined ? state.pods : state.pods.filter((pod) => pod.metadata?.namespace === namespace);
+  return {
+    pages: podsAsOnePage(pods),
+    facts: staticClusterFacts(state),
+    readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
+    done: () => undefined,
+  };
+}
+
+/**
+ * The progress line of a long run, on stderr when it is a terminal (kubectl and helm print none to
+ * a pipe or a file): rewritten in place (`\r`, then erase to the end of the line) after each page.
+ */
+function progressLine(io: CommandIo): { readonly page: (pods: number) => void; readonly clear: () => void } {
+  if (io.stderrIsTerminal !== true) return { page: () => undefined, clear: () => undefined };
+  let read = 0;
+  let shown = false;
+  return {
+    page: (pods) => {
+      read += pods;
+      shown = true;
+      io.stderr(`\r\u001b[Ktolerator audit: ${read} pods read…`);
+    },
+    clear: () => {
+      if (shown) io.stderr('\r\u001b[K');
+      shown = false;
+    },
+  };
 }
 
 /** The cluster: Namespaces and Nodes listed first (page by page), then the pods page by page, at the CLI's pace. */
-async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<Record<string, string | undefined>>): Promise<AuditSource> {
+async function clusterSource(kubeconfigPath: string | undefined, namespace: string | undefined, io: CommandIo): Promise<AuditSource> {
+  const env = io.env ?? {};
   // @kubernetes/client-node is costly to import; only a cluster audit needs it.
   const { loadKubeConfig } = await import('../kube/kube-config.js');
   const { createApiRequest, describeFailure } = await import('../kube/api-requests.js');
-  const { listInPages, defaultMaxRestarts } = await import('../kube/paged-list.js');
+  const { listInPages, defaultMaxRestarts, defaultMaxItemBytes } = await import('../kube/paged-list.js');
   const kubeConfig = loadKubeConfig({ kubeconfigPath, env });
   if (kubeConfig === undefined) {
     throw new UsageError('no cluster: give --cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account');
@@ -200,5 +357,39 @@ async function clusterSource(kubeconfigPath: string | undefined, env: Readonly<R
       (await listed.getNamespace(name)) ?? namespaceAsRead(await read<Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`)),
     readNode: async (name) => listed.getNode(name) ?? nodeAsRead(await read<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`)),
   };
-  return { facts, pages: (handlers) => listInPages(request, '/api/v1/pods', options, handlers) };
+  const progress = progressLine(io);
+  const podsPath = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  // --group-by workload: each distinct ReplicaSet or Job that owns a pod with findings is read once
+  // (cached), at the CLI's pace, its body bounded as one stored object's can be: the reads are as
+  // many as the workloads in the output, never one per pod, and never a list of every ReplicaSet.
+  const controllers = new Map<string, Promise<WorkloadRef | undefined>>();
+  const readController = (ownerNamespace: string, owner: WorkloadRef): Promise<WorkloadRef | undefined> => {
+    const resource = owner.kind === 'ReplicaSet' ? 'apis/apps/v1/namespaces/%/replicasets' : 'apis/batch/v1/namespaces/%/jobs';
+    const path = `/${resource.replace('%', encodeURIComponent(ownerNamespace))}/${encodeURIComponent(owner.name)}`;
+    let found = controllers.get(path);
+    if (found === undefined) {
+      found = (async () => {
+        await pause();
+        const response = await request('GET', path, undefined, { maxBodyBytes: defaultMaxItemBytes });
+        if (response.status === 404) return undefined;
+        if (response.status !== 200 || !isJsonObject(response.body)) throw new Error(`reading ${path}: ${describeFailure(response)}`);
+        return controllerOf((response.body as { metadata?: ObjectMeta }).metadata);
+      })();
+      controllers.set(path, found);
+    }
+    return found;
+  };
+  return {
+    facts,
+    readController,
+    done: progress.clear,
+    pages: (handlers) =>
+      listInPages(request, podsPath, options, {
+        ...handlers,
+        onPage: async (items) => {
+          await handlers.onPage(items);
+          progress.page(items.length);
+        },
+      }),
+  };
 }

@@ -20,6 +20,8 @@ export interface CommandIo {
   readonly log: () => Logger;
   /** The process environment, for commands that find the cluster the way `serve` does (in-cluster detection); absent in most tests. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Whether stderr is a terminal: a long command keeps a progress line there only then. */
+  readonly stderrIsTerminal?: boolean;
 }
 
 export type Command = (argv: readonly string[], io: CommandIo) => Promise<number>;

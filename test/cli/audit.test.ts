@@ -85,7 +85,19 @@ describe('tolerator audit --cluster-state FILE', () => {
       /^shared {6}pending {3}<none> {3}missing-default-tolerations {3}lacks a toleration of node\.kubernetes\.io\/not-ready:NoExecute/,
     );
     assert.match(lines[2] ?? '', /^shared {6}pending {3}<none> {3}missing-memory-pressure {7}not BestEffort, yet lacks/);
-    assert.equal(lines[4], '2 violations in 1 of 1 pods audited.');
+    // Then the summary: violations by rule, and by namespace with the pods that passed.
+    assert.deepEqual(lines.slice(3), [
+      '',
+      'RULE                          VIOLATIONS',
+      'missing-default-tolerations   1',
+      'missing-memory-pressure       1',
+      '',
+      'NAMESPACE   VIOLATIONS   PODS PASSED',
+      'shared      2            0',
+      '',
+      '2 violations in 1 of 1 pods audited.',
+      '',
+    ]);
   });
 
   it('the table and stderr escape control characters of a file: a name or node cannot move the cursor, recolour or add rows', async () => {
@@ -100,7 +112,7 @@ describe('tolerator audit --cluster-state FILE', () => {
     const control = (text: string): string[] => Array.from(text).filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')));
     assert.deepEqual(control(stdout), []);
     assert.deepEqual(control(stderr), []);
-    const rows = stdout.split('\n').filter((line) => line.startsWith('shared '));
+    const rows = stdout.split('\n').filter((line) => line.startsWith('shared ') && line.includes('gone'));
     assert.ok(rows.length > 0);
     for (const row of rows) assert.match(row, /^shared {6}p\\x1b\[2Jx\\ny\\tz\\u009b {3}gone\\x1b\]0;t\\x07 /);
     assert.match(stderr, /could not judge pod "shared\/q\\x1b\[31m"/);
@@ -156,7 +168,23 @@ describe('tolerator audit --cluster-state FILE', () => {
 
   const badInputs: { name: string; argv: string[]; files?: Record<string, string>; stderr: RegExp }[] = [
     { name: 'an unknown flag', argv: ['--cluster-state', stateFile, '--bogus'], stderr: /^tolerator audit: unknown flag: --bogus\n$/ },
-    { name: 'a bad -o', argv: ['--cluster-state', stateFile, '-o', 'yaml'], stderr: /-o must be table or json, got "yaml"/ },
+    { name: 'a bad -o', argv: ['--cluster-state', stateFile, '-o', 'xml'], stderr: /-o must be table, json or yaml, got "xml"/ },
+    {
+      name: 'an unknown --rule',
+      argv: ['--cluster-state', stateFile, '--rule', 'foreign-node,nope'],
+      stderr: /--rule: no rule "nope"; the rules are unknown-node, foreign-node, /,
+    },
+    {
+      name: 'a bad --group-by',
+      argv: ['--cluster-state', stateFile, '--group-by', 'node'],
+      stderr: /--group-by must be pod or workload, got "node"/,
+    },
+    {
+      name: '-o yaml with --group-by workload',
+      argv: ['--cluster-state', stateFile, '-o', 'yaml', '--group-by', 'workload'],
+      stderr: /takes no --group-by/,
+    },
+    { name: '-n and -A together', argv: ['--cluster-state', stateFile, '-n', 'shared', '-A'], stderr: /not both/ },
     { name: 'no source at all', argv: [], stderr: /no cluster: give --cluster-state FILE, --kubeconfig FILE/ },
     { name: 'both sources', argv: ['--cluster-state', stateFile, '--kubeconfig', '/x'], stderr: /not both/ },
     { name: 'a missing file', argv: ['--cluster-state', '/nonexistent/state.yaml'], stderr: /ENOENT/ },
