@@ -29,6 +29,10 @@ import {
 import type { Command, CommandIo } from './cli/command.js';
 import { auditCommand, exclusionFlags, readExclusion } from './cli/audit.js';
 import { createPeriodicAudit, parseAuditInterval, type PeriodicAudit } from './cli/periodic-audit.js';
+import type { LeaseElection } from './kube/lease-election.js';
+
+/** The audit Lease of deploy/ (the chart passes its release's namespace and name). */
+const defaultAuditLease = 'tolerator-system/tolerator-audit';
 import { explainCommand } from './cli/explain.js';
 import { reviewCommand } from './cli/review.js';
 import { testCommand } from './cli/policy-test.js';
@@ -92,6 +96,11 @@ const serveFlags = {
     kind: 'string',
     placeholder: 'DURATION',
     help: 'audit every pod of the cluster this often (30m, 1h, …): metrics and policy reports; off by default, needs a cluster',
+  },
+  'audit-lease': {
+    kind: 'string',
+    placeholder: 'NAMESPACE/NAME',
+    help: `the coordination.k8s.io Lease that elects the one replica that audits (default ${defaultAuditLease}; '' for none: every replica audits)`,
   },
   ...exclusionFlags,
   help: { kind: 'boolean', help: 'show this help' },
@@ -167,6 +176,19 @@ function createLogger(level: string | undefined): Logger {
   return pino({ ...logFormat, level: level ?? 'info', base: { component: 'tolerator' } }, pino.destination({ dest: 1, sync: false }));
 }
 
+/** Parses `--audit-lease NAMESPACE/NAME`; '' for no election. */
+function parseAuditLease(raw: string): { namespace: string; name: string } | undefined {
+  if (raw === '') return undefined;
+  const parts = raw.split('/');
+  // Both are object names: a DNS-1123 subdomain for the Lease, a label for the namespace.
+  const valid =
+    parts.length === 2 &&
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(parts[0] ?? '') &&
+    /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/.test(parts[1] ?? '');
+  if (!valid) throw new UsageError(`--audit-lease must be NAMESPACE/NAME (lower-case object names), got ${JSON.stringify(raw)}`);
+  return { namespace: parts[0] ?? '', name: parts[1] ?? '' };
+}
+
 async function serve(argv: readonly string[]): Promise<number> {
   const flags = parseFlags(argv, serveFlags);
   if (flags.values.get('help') === true) {
@@ -227,7 +249,10 @@ async function serve(argv: readonly string[]): Promise<number> {
   const tenancy = startTenancy(settings.policiesDir, logger, metrics, true);
 
   const auditInterval = str('audit-interval');
+  const auditLeaseFlag = str('audit-lease');
+  if (auditLeaseFlag !== undefined && auditInterval === undefined) throw new UsageError('--audit-lease needs --audit-interval');
   let periodicAudit: PeriodicAudit | undefined;
+  let auditLease: LeaseElection | undefined;
   if (auditInterval !== undefined) {
     let intervalMs: number;
     try {
@@ -254,8 +279,32 @@ async function serve(argv: readonly string[]): Promise<number> {
       metrics,
       logger,
     });
-    periodicAudit.start();
-    logger.info({ intervalMs }, 'periodic audit on');
+    const lease = parseAuditLease(auditLeaseFlag ?? defaultAuditLease);
+    if (lease === undefined) {
+      periodicAudit.start();
+      logger.info({ intervalMs }, "periodic audit on, on every replica (--audit-lease='')");
+    } else {
+      const { createLeaseElection } = await import('./kube/lease-election.js');
+      const audit = periodicAudit;
+      auditLease = createLeaseElection({
+        request: createApiRequest(kubeConfig),
+        ...lease,
+        onStartedLeading: () => {
+          metrics.auditLeader.set(1);
+          audit.start();
+        },
+        onStoppedLeading: () => {
+          metrics.auditLeader.set(0);
+          audit.pause();
+        },
+        logger,
+      });
+      auditLease.start();
+      logger.info(
+        { intervalMs, lease: `${lease.namespace}/${lease.name}`, identity: auditLease.identity },
+        'periodic audit on, on the replica holding the audit lease',
+      );
+    }
   }
 
   const certFile = str('tls-cert-file');
@@ -371,9 +420,12 @@ async function serve(argv: readonly string[]): Promise<number> {
       if (shuttingDown) return;
       shuttingDown = true;
       logger.info({ signal, delayMs, graceMs }, 'shutting down: readiness off, draining');
+      // Given up at once, not after the drain: the next replica takes the audit over within one retry.
+      const released = auditLease?.stop();
       setTimeout(() => {
         void server.close(graceMs).then(async () => {
           await reviewPool?.close();
+          await released;
           await periodicAudit?.stop();
           tenancy.close();
           gates.stop();

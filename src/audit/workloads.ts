@@ -12,7 +12,7 @@
  * the cluster (one read per distinct ReplicaSet or Job, cached) or from the file. The grouping
  * is linear in the findings.
  */
-import type { ObjectMeta } from '../api/types.js';
+import type { ObjectMeta, OwnerReference } from '../api/types.js';
 import type { AuditRuleName, AuditViolation } from './audit-rules.js';
 
 export interface WorkloadRef {
@@ -24,8 +24,9 @@ export interface WorkloadRef {
 export function controllerOf(metadata: ObjectMeta | undefined): WorkloadRef | undefined {
   const owners = metadata?.ownerReferences;
   if (!Array.isArray(owners)) return undefined;
-  for (const owner of owners) {
-    if (owner?.controller === true && typeof owner.kind === 'string' && typeof owner.name === 'string') {
+  // A stored object's entries are objects; a file's may be anything.
+  for (const owner of owners as readonly (OwnerReference | null)[]) {
+    if (owner !== null && typeof owner === 'object' && owner.controller === true && typeof owner.kind === 'string' && typeof owner.name === 'string') {
       return { kind: owner.kind, name: owner.name };
     }
   }
