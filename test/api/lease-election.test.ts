@@ -32,8 +32,8 @@ describe('decideLease (client-go tryAcquireOrRenew)', () => {
     assert.deepEqual(later.observation, first.observation);
     // 15 s after it was first seen: taken over, one more transition, a new acquireTime.
     const taken = decideLease(heldByOther, first.observation, 'me', 15, 16_000, now);
-    assert.equal(taken.write, true);
-    assert.deepEqual(taken.write && taken.spec, {
+    assert.ok(taken.write);
+    assert.deepEqual(taken.spec, {
       holderIdentity: 'me',
       leaseDurationSeconds: 15,
       acquireTime: stamp,
