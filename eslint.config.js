@@ -20,6 +20,18 @@ export default defineConfig(
   },
   ...layerConfigs,
   {
+    // src/main.ts is the only reader of process state: every other module gets the environment,
+    // the signals and the I/O it needs as parameters (src/cli/command.ts's CommandIo).
+    files: ['src/**/*.ts'],
+    ignores: ['src/main.ts'],
+    rules: {
+      'no-restricted-globals': [
+        'error',
+        { name: 'process', message: 'only src/main.ts reads process state: take what you need as a parameter (CommandIo, ServerOptions)' },
+      ],
+    },
+  },
+  {
     // node:test's describe/it return promises that the runner awaits itself.
     files: ['test/**/*.ts'],
     rules: {

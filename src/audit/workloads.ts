@@ -26,7 +26,13 @@ export function controllerOf(metadata: ObjectMeta | undefined): WorkloadRef | un
   if (!Array.isArray(owners)) return undefined;
   // A stored object's entries are objects; a file's may be anything.
   for (const owner of owners as readonly (OwnerReference | null)[]) {
-    if (owner !== null && typeof owner === 'object' && owner.controller === true && typeof owner.kind === 'string' && typeof owner.name === 'string') {
+    if (
+      owner !== null &&
+      typeof owner === 'object' &&
+      owner.controller === true &&
+      typeof owner.kind === 'string' &&
+      typeof owner.name === 'string'
+    ) {
       return { kind: owner.kind, name: owner.name };
     }
   }

@@ -22,17 +22,16 @@ import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResu
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
 import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
-import { stringify as stringifyYaml } from 'yaml';
 import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
+import { stringify } from 'yaml';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
 import { emptyPolicySet } from '../tenancy/policy-set.js';
 import { podsAsOnePage, runAudit, type PodPages } from './audit-run.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { loadPolicies } from './runtime.js';
-import { shortOutputFlag } from './simulate.js';
 
 /**
  * The webhooks' namespaceSelector in deploy/base (mutating-webhook.yaml and validating-webhook.yaml):
@@ -65,10 +64,15 @@ export const auditFlags = {
     placeholder: 'FILE',
     help: 'Namespaces, Nodes and Pods to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods -A -o yaml), instead of a cluster',
   },
-  kubeconfig: { kind: 'string', placeholder: 'FILE', help: 'the cluster to audit (default: the in-cluster service account)' },
+  kubeconfig: {
+    kind: 'string',
+    placeholder: 'FILE',
+    help: 'the cluster to audit (default, as kubectl: the files KUBECONFIG lists, else ~/.kube/config, else the in-cluster service account)',
+  },
+  context: { kind: 'string', placeholder: 'NAME', help: 'the kubeconfig context to use (default: its current-context)' },
+  namespace: { kind: 'string', placeholder: 'NS', short: 'n', help: 'audit the pods of this namespace only' },
+  'all-namespaces': { kind: 'boolean', short: 'A', help: 'audit the pods of every namespace (the default; for kubectl habits)' },
   all: { kind: 'boolean', help: 'also audit mirror pods and pods in namespaces the webhooks exclude' },
-  namespace: { kind: 'string', placeholder: 'NS', help: 'audit only the pods of this namespace; also -n' },
-  'all-namespaces': { kind: 'boolean', help: 'audit the pods of every namespace (the default); also -A' },
   rule: {
     kind: 'string',
     placeholder: 'RULE1,RULE2',
@@ -77,15 +81,27 @@ export const auditFlags = {
   'group-by': {
     kind: 'string',
     placeholder: 'pod|workload',
-    help: 'one row per pod (default), or per owning workload (Deployment, StatefulSet, DaemonSet, Job, CronJob) with its pod count',
+    help: 'one row per pod (default), or per owning workload (Deployment, StatefulSet, DaemonSet, Job, CronJob, through owner references) with its pod count',
+    choices: ['pod', 'workload'],
   },
   output: {
     kind: 'string',
-    placeholder: 'table|json|yaml',
-    help: 'output format (default table); yaml: the PolicyReports the server writes, for kubectl apply -f -; also -o',
+    placeholder: 'FORMAT',
+    short: 'o',
+    help: 'output format (default table); yaml: the PolicyReports the server writes, for kubectl apply -f -',
+    choices: ['table', 'json', 'yaml'],
   },
-  help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
+
+export const auditCommand: CommandDefinition = {
+  name: 'audit',
+  summary: 'every existing pod that breaks a rule, from the cluster or --cluster-state FILE',
+  flags: auditFlags,
+  outcomes: { ok: 'no pod breaks a rule', found: 'a pod breaks a rule' },
+  details:
+    'A pod that could not be judged (a malformed object in a file, a policy that cannot be evaluated for it) is named on stderr and makes the exit code 2.',
+  run: audit,
+};
 
 /** The exclusion the flags give, defaulting to the shipped manifests'. */
 export function readExclusion(flags: ParsedFlags): NamespaceExclusion {
@@ -120,29 +136,6 @@ const cliRequestsPerSecond = 5;
  */
 const cliMaxPageBytes = 16 * 1024 * 1024;
 
-/** `-n NS`, `-nNS`, `-n=NS` as `--namespace NS`, `-A` as `--all-namespaces`, as kubectl reads them; then -o. */
-export function shortAuditFlags(argv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '--') {
-      out.push(...argv.slice(i));
-      break;
-    }
-    if (arg === '-n') {
-      out.push('--namespace', argv[i + 1] ?? '');
-      i++;
-    } else if (arg.startsWith('-n') && !arg.startsWith('--')) {
-      out.push(`--namespace=${arg.slice(arg.startsWith('-n=') ? 3 : 2)}`);
-    } else if (arg === '-A') {
-      out.push('--all-namespaces');
-    } else {
-      out.push(arg);
-    }
-  }
-  return shortOutputFlag(out);
-}
-
 /** `--rule`: the rules named, each one of auditRuleNames. */
 function readRules(raw: string | undefined): ReadonlySet<AuditRuleName> | undefined {
   if (raw === undefined) return undefined;
@@ -157,76 +150,58 @@ function readRules(raw: string | undefined): ReadonlySet<AuditRuleName> | undefi
   return new Set(names as AuditRuleName[]);
 }
 
-export async function auditCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
+  if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
+  const output = (flags.values.get('output') as 'table' | 'json' | 'yaml' | undefined) ?? 'table';
+  const groupBy = (flags.values.get('group-by') as 'pod' | 'workload' | undefined) ?? 'pod';
+  if (groupBy === 'workload' && output === 'yaml')
+    throw new UsageError('-o yaml writes PolicyReports, one result per pod: it takes no --group-by');
+  const namespace = flags.values.get('namespace') as string | undefined;
+  if (namespace === '') throw new UsageError('-n/--namespace needs a namespace');
+  if (namespace !== undefined && flags.values.get('all-namespaces') === true) throw new UsageError('give -n NAMESPACE or -A, not both');
+  const rules = readRules(flags.values.get('rule') as string | undefined);
+  const admission = readAdmissionSettings(flags);
+  const settings: AuditSettings = {
+    gates: admission.gates,
+    enabled: new Set(admission.enabled),
+    policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
+    exclusion: readExclusion(flags),
+    all: flags.values.get('all') === true,
+    podNodeSelector: admission.podNodeSelector,
+  };
+  const kubeconfig = flags.values.get('kubeconfig') as string | undefined;
+  if (admission.clusterStateFile !== undefined && kubeconfig !== undefined) {
+    throw new UsageError('give --cluster-state FILE or --kubeconfig FILE, not both');
+  }
+  const source =
+    admission.clusterStateFile !== undefined
+      ? fileSource(admission.clusterStateFile, io)
+      : await clusterSource({ path: kubeconfig, context: flags.values.get('context') as string | undefined }, namespace, io);
+  const pages = namespace === undefined || admission.clusterStateFile === undefined ? source.pages : inNamespace(source.pages, namespace);
+  const controllers = new Map<string, WorkloadRef | undefined>();
   let result: AuditResult;
-  let output: 'table' | 'json' | 'yaml';
-  let workloads: WorkloadFinding[] | undefined;
-  let settings: AuditSettings;
   try {
-    const flags = parseFlags(shortAuditFlags(argv), auditFlags);
-    if (flags.values.get('help') === true) {
-      io.stdout(`Usage: tolerator audit (--cluster-state FILE | --kubeconfig FILE) [flags]\n\n${usage(auditFlags)}\n`);
-      return 0;
-    }
-    if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
-    const rawOutput = (flags.values.get('output') as string | undefined) ?? 'table';
-    if (rawOutput !== 'table' && rawOutput !== 'json' && rawOutput !== 'yaml') {
-      throw new UsageError(`-o must be table, json or yaml, got ${JSON.stringify(rawOutput)}`);
-    }
-    output = rawOutput;
-    const groupBy = (flags.values.get('group-by') as string | undefined) ?? 'pod';
-    if (groupBy !== 'pod' && groupBy !== 'workload')
-      throw new UsageError(`--group-by must be pod or workload, got ${JSON.stringify(groupBy)}`);
-    if (groupBy === 'workload' && output === 'yaml')
-      throw new UsageError('-o yaml writes PolicyReports, one result per pod: it takes no --group-by');
-    const namespace = flags.values.get('namespace') as string | undefined;
-    if (namespace === '') throw new UsageError('-n/--namespace needs a namespace');
-    if (namespace !== undefined && flags.values.get('all-namespaces') === true) {
-      throw new UsageError('give -n/--namespace NS or -A/--all-namespaces, not both');
-    }
-    const rules = readRules(flags.values.get('rule') as string | undefined);
-    const admission = readAdmissionSettings(flags);
-    settings = {
-      gates: admission.gates,
-      enabled: new Set(admission.enabled),
-      policies: admission.policiesDir === undefined ? emptyPolicySet : loadPolicies(admission.policiesDir),
-      exclusion: readExclusion(flags),
-      all: flags.values.get('all') === true,
-      podNodeSelector: admission.podNodeSelector,
-    };
-    const kubeconfig = flags.values.get('kubeconfig') as string | undefined;
-    if (admission.clusterStateFile !== undefined && kubeconfig !== undefined) {
-      throw new UsageError('give --cluster-state FILE or --kubeconfig FILE, not both');
-    }
-    const source =
-      admission.clusterStateFile !== undefined
-        ? fileSource(admission.clusterStateFile, namespace, io)
-        : await clusterSource(kubeconfig, namespace, io);
-    const controllers = new Map<string, WorkloadRef | undefined>();
-    result = await runAudit(source.pages, source.facts, settings, {
+    result = await runAudit(pages, source.facts, settings, {
       ...(rules === undefined ? {} : { rules }),
       ...(groupBy === 'workload'
         ? {
             onFindings: (pod) => {
-              const name = pod.metadata?.name ?? '';
-              controllers.set(`${pod.metadata?.namespace ?? ''}/${name}`, controllerOf(pod.metadata));
+              controllers.set(`${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`, controllerOf(pod.metadata));
             },
           }
         : {}),
     });
+  } finally {
     source.done();
-    if (groupBy === 'workload') {
-      const workloadOfPod = new Map<string, WorkloadRef>();
-      for (const [key, controller] of controllers) {
-        const slash = key.indexOf('/');
-        const podNamespace = key.slice(0, slash);
-        workloadOfPod.set(key, await workloadOf(podNamespace, key.slice(slash + 1), controller, source.readController));
-      }
-      workloads = groupByWorkload(result.violations, workloadOfPod);
+  }
+  let workloads: WorkloadFinding[] | undefined;
+  if (groupBy === 'workload') {
+    const workloadOfPod = new Map<string, WorkloadRef>();
+    for (const [key, controller] of controllers) {
+      const slash = key.indexOf('/');
+      workloadOfPod.set(key, await workloadOf(key.slice(0, slash), key.slice(slash + 1), controller, source.readController));
     }
-  } catch (error) {
-    io.stderr(`tolerator audit: ${error instanceof Error ? error.message : String(error)}\n`);
-    return 2;
+    workloads = groupByWorkload(result.violations, workloadOfPod);
   }
   io.stdout(
     output === 'yaml'
@@ -248,7 +223,7 @@ export async function auditCommand(argv: readonly string[], io: CommandIo): Prom
  * `-o yaml`: the reports the periodic audit would write after this audit, as YAML documents (the
  * first report API, wgpolicyk8s.io/v1alpha2, which Kyverno and Policy Reporter read). The server
  * also deletes its report in a namespace with no violation left; `kubectl apply --prune` with
- * tolerator's report labels does the same (docs/runbooks.md has the command). No violations: a
+ * tolerator's report labels does the same (docs/audit.md has the command). No violations: a
  * comment only, no document.
  */
 function policyReportsYaml(result: AuditResult, settings: AuditSettings, now: Date): string {
@@ -257,7 +232,20 @@ function policyReportsYaml(result: AuditResult, settings: AuditSettings, now: Da
   const enforcement = new Map(settings.policies.policies.map((policy) => [policy.name, policy.enforcement]));
   const reports = [...buildPolicyReports(api, result, (name) => enforcement.get(name), now).values()];
   if (reports.length === 0) return `# no violations in ${result.summary.audited} pods audited: no ${api.kind}\n`;
-  return reports.map((report) => stringifyYaml(report, { lineWidth: 0 })).join('---\n');
+  return reports.map((report) => stringify(report, { lineWidth: 0 })).join('---\n');
+}
+
+/** `-n NAMESPACE` on a file: the pods of one namespace, the others passed over before they are judged. */
+function inNamespace(pages: PodPages, namespace: string): PodPages {
+  const ofNamespace = (pod: unknown): boolean => isJsonObject(pod) && isJsonObject(pod.metadata) && pod.metadata.namespace === namespace;
+  return (handlers) =>
+    pages({
+      ...handlers,
+      onPage: (pods) => handlers.onPage(pods.filter(ofNamespace)),
+      onSkipped: (pod) => {
+        if (pod.namespace === namespace) handlers.onSkipped(pod);
+      },
+    });
 }
 
 interface AuditSource {
@@ -269,15 +257,15 @@ interface AuditSource {
   readonly done: () => void;
 }
 
-function fileSource(file: string, namespace: string | undefined, io: CommandIo): AuditSource {
+function fileSource(file: string, io: CommandIo): AuditSource {
   const state = parseClusterState(io.readFile(file), file, { readPods: true });
   for (const warning of state.warnings) io.stderr(`tolerator audit: ${terminalSafe(warning)}\n`);
   if (state.pods.length === 0)
     throw new UsageError(`${file}: no v1 Pod found (kubectl get namespaces,nodes,pods -A -o yaml writes all three)`);
-  const pods = namespace === undefined ? state.pods : state.pods.filter((pod) => pod.metadata?.namespace === namespace);
   return {
-    pages: podsAsOnePage(pods),
+    pages: podsAsOnePage(state.pods),
     facts: staticClusterFacts(state),
+    // The ReplicaSets and Jobs the file holds (kubectl get namespaces,nodes,pods,replicasets,jobs -A -o yaml).
     readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
     done: () => undefined,
   };
@@ -287,7 +275,10 @@ function fileSource(file: string, namespace: string | undefined, io: CommandIo):
  * The progress line of a long run, on stderr when it is a terminal (kubectl and helm print none to
  * a pipe or a file): rewritten in place (`\r`, then erase to the end of the line) after each page.
  */
-function progressLine(io: CommandIo): { readonly page: (pods: number) => void; readonly clear: () => void } {
+export function progressLine(io: Pick<CommandIo, 'stderr' | 'stderrIsTerminal'>): {
+  readonly page: (pods: number) => void;
+  readonly clear: () => void;
+} {
   if (io.stderrIsTerminal !== true) return { page: () => undefined, clear: () => undefined };
   let read = 0;
   let shown = false;
@@ -305,15 +296,25 @@ function progressLine(io: CommandIo): { readonly page: (pods: number) => void; r
 }
 
 /** The cluster: Namespaces and Nodes listed first (page by page), then the pods page by page, at the CLI's pace. */
-async function clusterSource(kubeconfigPath: string | undefined, namespace: string | undefined, io: CommandIo): Promise<AuditSource> {
-  const env = io.env ?? {};
+async function clusterSource(
+  kubeconfig: { path: string | undefined; context: string | undefined },
+  namespace: string | undefined,
+  io: CommandIo,
+): Promise<AuditSource> {
   // @kubernetes/client-node is costly to import; only a cluster audit needs it.
   const { loadKubeConfig } = await import('../kube/kube-config.js');
   const { createApiRequest, describeFailure } = await import('../kube/api-requests.js');
   const { listInPages, defaultMaxRestarts, defaultMaxItemBytes } = await import('../kube/paged-list.js');
-  const kubeConfig = loadKubeConfig({ kubeconfigPath, env });
+  const kubeConfig = loadKubeConfig({
+    kubeconfigPath: kubeconfig.path,
+    context: kubeconfig.context,
+    env: io.env ?? {},
+    discover: { homeDir: io.homeDir },
+  });
   if (kubeConfig === undefined) {
-    throw new UsageError('no cluster: give --cluster-state FILE, --kubeconfig FILE, or run in a pod with a service account');
+    throw new UsageError(
+      'no cluster: give --cluster-state FILE or --kubeconfig FILE, set KUBECONFIG, write ~/.kube/config, or run in a pod with a service account',
+    );
   }
   const request = createApiRequest(kubeConfig);
   let last = 0;
@@ -357,15 +358,16 @@ async function clusterSource(kubeconfigPath: string | undefined, namespace: stri
       (await listed.getNamespace(name)) ?? namespaceAsRead(await read<Namespace>(`/api/v1/namespaces/${encodeURIComponent(name)}`)),
     readNode: async (name) => listed.getNode(name) ?? nodeAsRead(await read<Node>(`/api/v1/nodes/${encodeURIComponent(name)}`)),
   };
-  const progress = progressLine(io);
+  // -n: the API server lists the one namespace's pods, so the others are never sent.
   const podsPath = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
+  const progress = progressLine(io);
   // --group-by workload: each distinct ReplicaSet or Job that owns a pod with findings is read once
   // (cached), at the CLI's pace, its body bounded as one stored object's can be: the reads are as
   // many as the workloads in the output, never one per pod, and never a list of every ReplicaSet.
   const controllers = new Map<string, Promise<WorkloadRef | undefined>>();
   const readController = (ownerNamespace: string, owner: WorkloadRef): Promise<WorkloadRef | undefined> => {
-    const resource = owner.kind === 'ReplicaSet' ? 'apis/apps/v1/namespaces/%/replicasets' : 'apis/batch/v1/namespaces/%/jobs';
-    const path = `/${resource.replace('%', encodeURIComponent(ownerNamespace))}/${encodeURIComponent(owner.name)}`;
+    const collection = owner.kind === 'ReplicaSet' ? 'apis/apps/v1/namespaces/%/replicasets' : 'apis/batch/v1/namespaces/%/jobs';
+    const path = `/${collection.replace('%', encodeURIComponent(ownerNamespace))}/${encodeURIComponent(owner.name)}`;
     let found = controllers.get(path);
     if (found === undefined) {
       found = (async () => {

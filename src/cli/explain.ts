@@ -3,19 +3,19 @@
  * every toleration and affinity change with the rule behind it — for a person to read. It runs
  * the same pipeline as the server, recording what each plugin did.
  */
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import type { JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, ReviewStep } from '../admission/pipeline.js';
 import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
+import { terminalSafe } from '../audit/audit-summary.js';
 import { pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { offlineFlags } from './review.js';
 import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
 
 /** Why each plugin changes a pod, in one sentence a person can act on. */
@@ -73,7 +73,12 @@ export interface ExplainEntry {
   readonly review: ParsedReview;
 }
 
-export function reviewsFromManifests(input: ExplainInput): ExplainEntry[] {
+/**
+ * The reviews of every Pod and workload in the input. A document of another kind (a Namespace,
+ * ConfigMap or Service in `kubectl kustomize` output) is passed to `skip` with a note, or refused
+ * when there is no `skip`.
+ */
+export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) => void): ExplainEntry[] {
   const documents = parseAllDocuments(input.text);
   return documents.flatMap((document, index) => {
     if (document.errors.length > 0) {
@@ -88,6 +93,10 @@ export function reviewsFromManifests(input: ExplainInput): ExplainEntry[] {
     }
     const manifest = object as JsonObject;
     const kind = resourceKindOf(manifest.apiVersion, manifest.kind);
+    if (kind === undefined && skip !== undefined) {
+      skip(`${String(manifest.apiVersion)} ${String(manifest.kind)}`);
+      return [];
+    }
     if (kind === undefined) {
       throw new UsageError(
         `${input.source}: document ${index}: ${String(manifest.apiVersion)} ${String(manifest.kind)} is not a kind tolerator reads (a Pod or a workload with a pod template)`,
@@ -193,49 +202,88 @@ function nodeSelectorAddition(operation: JsonPatchOperation): string[] | undefin
   return undefined;
 }
 
-function describeStep(step: ReviewStep): string[] {
-  const lines: string[] = [];
-  if (step.changes.length > 0) {
-    lines.push(`  ${step.plugin}: ${pluginExplanation(step.plugin)}`);
-    for (const change of step.changes) {
-      lines.push(...describeChange(change).map((line) => `    ${line}`));
-    }
-  }
-  if (step.denial !== undefined) {
-    lines.push(`  ${step.plugin} denies: ${denialStatus(step.denial).message}`);
-  }
-  for (const warning of step.warnings) {
-    lines.push(`  ${step.plugin} warns: ${warning}`);
+/** What one plugin did to a pod, for `-o json|yaml` and for the text. */
+export interface ExplainedStep {
+  readonly plugin: string;
+  /** Why the plugin changes pods, when it changed this one. */
+  readonly reason?: string;
+  /** The changes as JSON Patch operations, and each in words. */
+  readonly changes: readonly JsonPatchOperation[];
+  readonly described: readonly string[];
+  readonly denial?: string;
+  readonly warnings: readonly string[];
+}
+
+/** The explanation of one manifest: `-o json` prints a list of these. */
+export interface Explanation {
+  /** The manifest's kind; for a workload, the pod explained is the one it would create. */
+  readonly kind: string;
+  readonly namespace: string;
+  /** The Pod's name ('' for a generated one), or the workload's. */
+  readonly name: string;
+  readonly policy?: string;
+  readonly group?: string;
+  readonly allowed: boolean;
+  readonly deniedBy?: string;
+  readonly steps: readonly ExplainedStep[];
+}
+
+export async function explainEntry(pipeline: Pipeline, entry: ExplainEntry): Promise<Explanation> {
+  const { attributes } = entry.review;
+  const { decision, trace } = await pipeline.review(entry.review, ['mutate', 'validate'], { record: true });
+  const tenancy = decision.auditAnnotations ?? {};
+  const policy = tenancy['dedicated-nodes-policy'];
+  const group = tenancy['dedicated-nodes-group'];
+  const steps = (trace.steps ?? [])
+    .filter((step) => step.changes.length > 0 || step.denial !== undefined || step.warnings.length > 0)
+    .map((step: ReviewStep): ExplainedStep => ({
+      plugin: step.plugin,
+      ...(step.changes.length > 0 ? { reason: pluginExplanation(step.plugin) } : {}),
+      changes: step.changes,
+      described: step.changes.flatMap(describeChange),
+      ...(step.denial === undefined ? {} : { denial: denialStatus(step.denial).message }),
+      warnings: step.warnings,
+    }));
+  return {
+    kind: entry.kind.kind,
+    namespace: attributes.namespace,
+    name: entry.kind.kind === 'Pod' ? attributes.name : entry.workload,
+    ...(policy !== undefined && group !== undefined ? { policy, group } : {}),
+    allowed: decision.allowed,
+    ...(decision.allowed ? {} : { deniedBy: trace.deniedBy ?? 'a plugin' }),
+    steps,
+  };
+}
+
+/** An explanation as lines of text, for a person. */
+export function explanationLines(explanation: Explanation): string[] {
+  const lines =
+    explanation.kind === 'Pod'
+      ? [`Pod ${explanation.namespace}/${explanation.name === '' ? '(generated name)' : explanation.name}`]
+      : [`${explanation.kind} ${explanation.namespace}/${explanation.name}: the pods it creates`];
+  lines.push(
+    explanation.group === undefined
+      ? `  namespace ${explanation.namespace}: no node group`
+      : `  namespace ${explanation.namespace}: group "${explanation.group}" (policy ${explanation.policy ?? ''})`,
+  );
+  const described = explanation.steps.flatMap((step) => [
+    ...(step.reason === undefined ? [] : [`  ${step.plugin}: ${step.reason}`, ...step.described.map((line) => `    ${line}`)]),
+    ...(step.denial === undefined ? [] : [`  ${step.plugin} denies: ${step.denial}`]),
+    ...step.warnings.map((warning) => `  ${step.plugin} warns: ${warning}`),
+  ]);
+  lines.push(...(described.length > 0 ? described : ['  no plugin changes anything']));
+  if (explanation.allowed) {
+    const changed = explanation.steps.some((step) => step.changes.length > 0);
+    lines.push(`  result: allowed${changed ? ', with the changes above' : ', unchanged'}`);
+  } else {
+    lines.push(`  result: denied by ${explanation.deniedBy ?? 'a plugin'}`);
   }
   return lines;
 }
 
 /** The explanation of one manifest, as lines of text. */
 export async function explainManifest(pipeline: Pipeline, entry: ExplainEntry): Promise<string[]> {
-  const { attributes } = entry.review;
-  const { decision, trace } = await pipeline.review(entry.review, ['mutate', 'validate'], { record: true });
-  const lines =
-    entry.kind.kind === 'Pod'
-      ? [`Pod ${attributes.namespace}/${attributes.name === '' ? '(generated name)' : attributes.name}`]
-      : [`${entry.kind.kind} ${attributes.namespace}/${entry.workload}: the pods it creates`];
-  const tenancy = decision.auditAnnotations ?? {};
-  const policy = tenancy['dedicated-nodes-policy'];
-  const group = tenancy['dedicated-nodes-group'];
-  if (policy !== undefined && group !== undefined) {
-    lines.push(`  namespace ${attributes.namespace}: group "${group}" (policy ${policy})`);
-  } else {
-    lines.push(`  namespace ${attributes.namespace}: no node group`);
-  }
-  const steps = trace.steps ?? [];
-  const described = steps.flatMap(describeStep);
-  lines.push(...(described.length > 0 ? described : ['  no plugin changes anything']));
-  if (decision.allowed) {
-    const changed = (decision.patch?.length ?? 0) > 0;
-    lines.push(`  result: allowed${changed ? ', with the changes above' : ', unchanged'}`);
-  } else {
-    lines.push(`  result: denied by ${trace.deniedBy ?? 'a plugin'}`);
-  }
-  return lines;
+  return explanationLines(await explainEntry(pipeline, entry));
 }
 
 /** One line per caution of the loaded policies (a rule that reads what tenants write), shown before the explanations. */
@@ -243,30 +291,65 @@ export function policyCautionLines(set: PolicySet): string[] {
   return set.policies.flatMap((policy) => policy.cautions.map((caution) => `caution: ${caution}`));
 }
 
-export async function explainCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  const flags = parseFlags(argv, offlineFlags);
-  if (flags.values.get('help') === true || flags.positionals.length === 0) {
-    io.stdout(`Usage: tolerator explain MANIFEST... [flags]\n\n${usage(admissionFlags)}\n`);
-    return flags.positionals.length === 0 ? 2 : 0;
-  }
+const explainFlags = {
+  ...admissionFlags,
+  output: {
+    kind: 'string',
+    placeholder: 'FORMAT',
+    short: 'o',
+    help: 'text (default) for a person; json or yaml: each explanation with its changes as JSON Patch operations',
+    choices: ['text', 'json', 'yaml'],
+  },
+} as const satisfies Record<string, FlagSpec>;
+
+export const explainCommand: CommandDefinition = {
+  name: 'explain',
+  summary: 'for pod or workload manifests and the cluster state, which group applies and every change, with its reason',
+  arguments: [['<manifest...>', 'files of Pods or workloads, multi-document YAML or JSON; - for standard input']],
+  flags: explainFlags,
+  outcomes: { ok: 'every pod is allowed', found: 'a pod is denied' },
+  details:
+    'A document that is neither a Pod nor a workload (a Namespace, a ConfigMap, a Service) is skipped with a note on stderr, so `kubectl kustomize DIR | tolerator explain -` reads a whole install.',
+  run: explain,
+};
+
+async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const settings = readAdmissionSettings(flags);
+  const output = (flags.values.get('output') as 'text' | 'json' | 'yaml' | undefined) ?? 'text';
   const logger = io.log();
   const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
     logger.warn({ source: settings.clusterStateFile }, warning);
   });
   const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
   const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
-  for (const line of policyCautionLines(tenancy.current())) {
-    io.stdout(`${line}\n\n`);
+  const cautions = policyCautionLines(tenancy.current());
+  if (output === 'text') {
+    for (const line of cautions) io.stdout(`${line}\n\n`);
+  } else {
+    for (const line of cautions) io.stderr(`tolerator explain: ${line}\n`);
   }
-  let allAllowed = true;
-  for (const file of flags.positionals) {
+  const skipped = new Map<string, number>();
+  const entries = flags.positionals.flatMap((file) => {
     const text = file === '-' ? Buffer.from(io.readStdin()).toString('utf8') : io.readFile(file);
-    for (const entry of reviewsFromManifests({ source: file, text })) {
-      const lines = await explainManifest(pipeline, entry);
-      allAllowed &&= !lines.at(-1)?.includes('result: denied');
-      io.stdout(`${lines.join('\n')}\n\n`);
-    }
+    return reviewsFromManifests({ source: file === '-' ? 'standard input' : file, text }, (kind) => {
+      skipped.set(kind, (skipped.get(kind) ?? 0) + 1);
+    });
+  });
+  if (skipped.size > 0) {
+    const kinds = [...skipped].map(([kind, count]) => (count === 1 ? kind : `${kind} ×${count}`)).join(', ');
+    const total = [...skipped.values()].reduce((sum, count) => sum + count, 0);
+    io.stderr(
+      `tolerator explain: note: skipped ${total} document${total === 1 ? '' : 's'} that are neither Pods nor workloads: ${terminalSafe(kinds)}\n`,
+    );
   }
-  return allAllowed ? 0 : 1;
+  if (entries.length === 0) throw new UsageError('no Pod or workload with a pod template in the input');
+  const explanations: Explanation[] = [];
+  for (const entry of entries) {
+    const explanation = await explainEntry(pipeline, entry);
+    explanations.push(explanation);
+    if (output === 'text') io.stdout(`${explanationLines(explanation).join('\n')}\n\n`);
+  }
+  if (output === 'json') io.stdout(`${JSON.stringify(explanations, null, 2)}\n`);
+  if (output === 'yaml') io.stdout(stringify(explanations));
+  return explanations.every((explanation) => explanation.allowed) ? 0 : 1;
 }

@@ -1,7 +1,10 @@
 /**
- * Command-line flags in kube-apiserver's style (spf13/pflag): `--name=value` or `--name value`,
- * booleans as `--name` or `--name=true`, and a clear error for anything unknown or malformed.
+ * Command-line flags: their specs, and their parsing by commander (src/cli/program.ts says why
+ * that library). Flags keep kube-apiserver's spelling (`--name=value` or `--name value`, the last
+ * occurrence wins, as in spf13/pflag); a boolean flag takes no value.
  */
+import { Command, CommanderError, Option } from 'commander';
+
 export class UsageError extends Error {
   constructor(message: string) {
     super(message);
@@ -16,6 +19,10 @@ export interface FlagSpec {
   readonly help: string;
   /** Shown in the usage text. */
   readonly placeholder?: string;
+  /** A one-letter alias, as kubectl's `-o` and `-n`. */
+  readonly short?: string;
+  /** The only values the flag takes (shown in the help and offered by shell completion). */
+  readonly choices?: readonly string[];
 }
 
 export interface ParsedFlags {
@@ -23,41 +30,47 @@ export interface ParsedFlags {
   readonly positionals: readonly string[];
 }
 
-/** Parses `argv` against the specs; the last occurrence of a flag wins, as in pflag. */
-export function parseFlags(argv: readonly string[], specs: Readonly<Record<string, FlagSpec>>): ParsedFlags {
-  const values = new Map<string, string | boolean | bigint>();
-  const positionals: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '--') {
-      positionals.push(...argv.slice(i + 1));
-      break;
-    }
-    if (!arg.startsWith('--') || arg === '-') {
-      positionals.push(arg);
-      continue;
-    }
-    const eq = arg.indexOf('=');
-    const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
-    const spec = specs[name];
-    if (spec === undefined || !Object.hasOwn(specs, name)) {
-      throw new UsageError(`unknown flag: --${name}`);
-    }
-    let raw: string | undefined = eq === -1 ? undefined : arg.slice(eq + 1);
-    if (spec.kind === 'boolean') {
-      values.set(name, raw === undefined ? true : parseBool(name, raw));
-      continue;
-    }
-    if (raw === undefined) {
-      raw = argv[i + 1];
-      if (raw === undefined) {
-        throw new UsageError(`flag needs an argument: --${name}`);
-      }
-      i++;
-    }
-    values.set(name, spec.kind === 'int' ? parseInt64Flag(name, raw) : raw);
+/** Declares each flag of `specs` on a commander command. */
+export function addFlags(command: Command, specs: Readonly<Record<string, FlagSpec>>): void {
+  for (const [name, spec] of Object.entries(specs)) {
+    const value = spec.kind === 'boolean' ? '' : ` <${spec.placeholder ?? spec.kind}>`;
+    const option = new Option(`${spec.short === undefined ? '' : `-${spec.short}, `}--${name}${value}`, spec.help);
+    if (spec.choices !== undefined) option.choices(spec.choices);
+    if (spec.kind === 'int') option.argParser((raw: string) => parseInt64Flag(name, raw));
+    command.addOption(option);
   }
-  return { values, positionals };
+}
+
+/** What commander parsed for the flags of `specs`, keyed by flag name; `positionals` are the command's arguments. */
+export function readFlags(command: Command, specs: Readonly<Record<string, FlagSpec>>): ParsedFlags {
+  const values = new Map<string, string | boolean | bigint>();
+  for (const option of command.options) {
+    const name = option.long?.slice(2);
+    if (name === undefined || !Object.hasOwn(specs, name)) continue;
+    const value: unknown = command.getOptionValue(option.attributeName());
+    if (typeof value === 'string' || typeof value === 'boolean' || typeof value === 'bigint') values.set(name, value);
+  }
+  return { values, positionals: [...command.args] };
+}
+
+/**
+ * Parses a list of flags outside a command line: a `tolerator test` case's `args`, and the tests'
+ * settings. A commander error (an unknown flag, a missing value) becomes a UsageError.
+ */
+export function parseFlags(argv: readonly string[], specs: Readonly<Record<string, FlagSpec>>): ParsedFlags {
+  const command = new Command('flags')
+    .helpOption(false)
+    .allowExcessArguments(true)
+    .exitOverride()
+    .configureOutput({ writeOut: () => undefined, writeErr: () => undefined });
+  addFlags(command, specs);
+  try {
+    command.parse([...argv], { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) throw new UsageError(error.message.replace(/^error: /, ''));
+    throw error;
+  }
+  return readFlags(command, specs);
 }
 
 /** strconv.ParseBool, which pflag and component-base's feature gates use. */
@@ -67,7 +80,7 @@ export function parseBool(name: string, raw: string): boolean {
   throw new UsageError(`invalid boolean value ${JSON.stringify(raw)} for --${name}`);
 }
 
-function parseInt64Flag(name: string, raw: string): bigint {
+export function parseInt64Flag(name: string, raw: string): bigint {
   if (!/^[+-]?[0-9]+$/.test(raw)) {
     throw new UsageError(`invalid integer value ${JSON.stringify(raw)} for --${name}`);
   }
@@ -115,13 +128,4 @@ export function parseDuration(name: string, raw: string): number {
     total += Number(number) * unit;
   }
   return total;
-}
-
-export function usage(specs: Readonly<Record<string, FlagSpec>>): string {
-  return Object.entries(specs)
-    .map(([name, spec]) => {
-      const left = `  --${name}${spec.kind === 'boolean' ? '' : ` ${spec.placeholder ?? spec.kind}`}`;
-      return `${left.padEnd(48)} ${spec.help}`;
-    })
-    .join('\n');
 }

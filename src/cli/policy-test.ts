@@ -39,8 +39,8 @@ import { jsonEqual, type JsonPatchOperation } from '../admission/json-patch-diff
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import { parseAdmissionReview } from '../admission/review.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
-import type { CommandIo } from './command.js';
-import { parseFlags, usage, UsageError, type ParsedFlags } from './flags.js';
+import type { CommandDefinition, CommandIo } from './command.js';
+import { parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { loadPolicies, offlineClusterFacts, pipelineFor } from './runtime.js';
 import { isJsonObject } from '../api/types.js';
@@ -403,34 +403,30 @@ export function lineDiff(expected: string, actual: string): string {
 // ---------------------------------------------------------------------------------------------
 // The command
 
-const testFlags = { help: { kind: 'boolean', help: 'show this help' } } as const;
+const testFlags = {} as const satisfies Record<string, FlagSpec>;
 
-export async function testCommand(argv: readonly string[], io: CommandIo): Promise<number> {
-  let cases: TestCase[];
-  try {
-    const flags = parseFlags(argv, testFlags);
-    if (flags.values.get('help') === true) {
-      io.stdout(
-        `Usage: tolerator test DIR\n\nRuns every *.test.yaml case under DIR through the admission pipeline.\n\n${usage(testFlags)}\n`,
-      );
-      return 0;
-    }
-    if (flags.positionals.length !== 1) throw new UsageError('test takes one directory of *.test.yaml cases');
-    const dir = flags.positionals[0] ?? '';
-    const files = findCaseFiles(dir);
-    if (files.length === 0) throw new UsageError(`no *.test.yaml or *.test.yml files under ${dir}`);
-    cases = files.flatMap((file) => {
-      const documents = parseAllDocuments(io.readFile(file));
-      return documents.flatMap((document, index) => {
-        const [error] = document.errors;
-        if (error !== undefined) throw new CaseError(`${file}: document ${index + 1}: ${error.message.split('\n', 1)[0] ?? ''}`);
-        const value: unknown = document.toJS();
-        return value === null || value === undefined ? [] : [parseTestCase(value, file, index)];
-      });
+export const testCommand: CommandDefinition = {
+  name: 'test',
+  summary: 'run a directory of *.test.yaml admission cases, as a CI step',
+  arguments: [['<dir>', 'the directory whose *.test.yaml and *.test.yml files (recursively) hold the cases']],
+  flags: testFlags,
+  outcomes: { ok: 'every case passed', found: 'a case failed' },
+  run: runTests,
+};
+
+async function runTests(flags: ParsedFlags, io: CommandIo): Promise<number> {
+  const dir = flags.positionals[0] ?? '';
+  const files = findCaseFiles(dir);
+  if (files.length === 0) throw new UsageError(`no *.test.yaml or *.test.yml files under ${dir}`);
+  const cases = files.flatMap((file) => {
+    const documents = parseAllDocuments(io.readFile(file));
+    return documents.flatMap((document, index) => {
+      const [error] = document.errors;
+      if (error !== undefined) throw new CaseError(`${file}: document ${index + 1}: ${error.message.split('\n', 1)[0] ?? ''}`);
+      const value: unknown = document.toJS();
+      return value === null || value === undefined ? [] : [parseTestCase(value, file, index)];
     });
-  } catch (error) {
-    return inputError(io, error);
-  }
+  });
 
   const policies = new Map<string, PolicySet>();
   let failed = 0;
@@ -463,17 +459,4 @@ function indent(text: string): string {
     .split('\n')
     .map((line) => `    ${line}`)
     .join('\n');
-}
-
-function inputError(io: CommandIo, error: unknown): number {
-  if (error instanceof UsageError || error instanceof CaseError) {
-    io.stderr(`tolerator test: ${error.message}\n`);
-    return 2;
-  }
-  const code = (error as { code?: unknown }).code;
-  if (error instanceof Error && typeof code === 'string') {
-    io.stderr(`tolerator test: ${error.message}\n`);
-    return 2;
-  }
-  throw error;
 }

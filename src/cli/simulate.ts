@@ -13,7 +13,7 @@
  * Exit code: 0 when every pod can be scheduled on at least one node (with `--running`: may keep
  * running on at least one), 1 otherwise or when `--mutate` denies a pod, 2 on a usage or input error.
  */
-import { parseAllDocuments } from 'yaml';
+import { parseAllDocuments, stringify } from 'yaml';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { JsonObject, Node, Pod } from '../api/types.js';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
@@ -22,9 +22,9 @@ import { staticClusterFacts } from '../kube/cluster-state-file.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { evaluatePlacements, type Placement } from '../scheduling/placement.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
-import { parseFlags, usage, UsageError, type FlagSpec } from './flags.js';
+import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings, type AdmissionSettings } from './options.js';
-import type { CommandIo } from './command.js';
+import type { CommandDefinition, CommandIo } from './command.js';
 import { admitObject } from './policy-test.js';
 import { loadPolicies, pipelineFor, readClusterState } from './runtime.js';
 import { isJsonObject } from '../api/types.js';
@@ -33,10 +33,21 @@ export const simulateFlags = {
   nodes: { kind: 'string', placeholder: 'FILE', help: 'Node manifests (multi-document YAML, JSON, or a v1 List) to simulate against' },
   running: { kind: 'boolean', help: 'judge each pod as already running on each node: only NoExecute taints act' },
   mutate: { kind: 'boolean', help: "pass each pod through tolerator's admission pipeline first (the admission flags apply)" },
-  output: { kind: 'string', placeholder: 'table|json', help: 'output format (default table); also -o' },
+  output: { kind: 'string', placeholder: 'FORMAT', short: 'o', help: 'output format (default table)', choices: ['table', 'json', 'yaml'] },
   ...admissionFlags,
-  help: { kind: 'boolean', help: 'show this help' },
 } as const satisfies Record<string, FlagSpec>;
+
+export const simulateCommand: CommandDefinition = {
+  name: 'simulate',
+  summary: 'on which nodes pods may schedule, are avoided, or get evicted',
+  arguments: [['<file...>', 'files of Pods or workloads, multi-document YAML or JSON; - for standard input']],
+  flags: simulateFlags,
+  outcomes: {
+    ok: 'every pod can be scheduled on at least one node (with --running: may keep running on one)',
+    found: 'a pod fits no node, or --mutate denies it',
+  },
+  run: simulate,
+};
 
 export interface PodReport {
   readonly pod: string;
@@ -55,25 +66,19 @@ interface Subject {
 
 class InputError extends Error {}
 
-export async function simulateCommand(argv: readonly string[], io: CommandIo): Promise<number> {
+async function simulate(flags: ParsedFlags, io: CommandIo): Promise<number> {
   let prepared: {
     subjects: Subject[];
     nodes: readonly Node[];
     settings: AdmissionSettings;
     facts: ClusterFacts;
-    output: 'table' | 'json';
+    output: 'table' | 'json' | 'yaml';
     running: boolean;
     mutate: boolean;
   };
-  try {
-    const flags = parseFlags(shortOutputFlag(argv), simulateFlags);
-    if (flags.values.get('help') === true) {
-      io.stdout(`Usage: tolerator simulate --nodes FILE [flags] POD_FILE...\n\n${usage(simulateFlags)}\n`);
-      return 0;
-    }
+  {
     const str = (name: keyof typeof simulateFlags): string | undefined => flags.values.get(name) as string | undefined;
-    const output = str('output') ?? 'table';
-    if (output !== 'table' && output !== 'json') throw new UsageError(`-o must be table or json, got ${JSON.stringify(output)}`);
+    const output = (str('output') ?? 'table') as 'table' | 'json' | 'yaml';
     const nodesFile = str('nodes');
     if (nodesFile === undefined) throw new UsageError('--nodes FILE is required');
     if (flags.positionals.length === 0) throw new UsageError('give at least one file of pods or workloads');
@@ -90,7 +95,7 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
     const clusterState =
       settings.clusterStateFile === undefined ? nodeState : readClusterState(settings.clusterStateFile, io.readFile, () => undefined);
     const subjects = flags.positionals.flatMap((file) =>
-      podsInFile(io.readFile(file), file, (warning) => {
+      podsInFile(file === '-' ? Buffer.from(io.readStdin()).toString('utf8') : io.readFile(file), file, (warning) => {
         io.stderr(`tolerator simulate: ${warning}\n`);
       }),
     );
@@ -104,25 +109,24 @@ export async function simulateCommand(argv: readonly string[], io: CommandIo): P
       running: flags.values.get('running') === true,
       mutate: flags.values.get('mutate') === true,
     };
-  } catch (error) {
-    return inputError(io, error);
   }
 
   const { subjects, nodes, settings, facts, running } = prepared;
-  let pipeline: Pipeline;
-  try {
-    pipeline = prepared.mutate
-      ? pipelineFor(settings, facts, policySource(settings))
-      : pipelineFor({ ...settings, enabled: daemonSetOnly }, facts, () => emptyPolicySet);
-  } catch (error) {
-    return inputError(io, error);
-  }
+  const pipeline: Pipeline = prepared.mutate
+    ? pipelineFor(settings, facts, policySource(settings))
+    : pipelineFor({ ...settings, enabled: daemonSetOnly }, facts, () => emptyPolicySet);
   const reports: PodReport[] = [];
   for (const subject of subjects) {
     reports.push(await judge(subject, nodes, settings.gates, running, prepared.mutate || subject.fromDaemonSet ? pipeline : undefined));
   }
 
-  io.stdout(prepared.output === 'json' ? `${JSON.stringify(reports, null, 2)}\n` : renderTable(reports));
+  io.stdout(
+    prepared.output === 'json'
+      ? `${JSON.stringify(reports, null, 2)}\n`
+      : prepared.output === 'yaml'
+        ? stringify(reports)
+        : renderTable(reports),
+  );
   const placed = (report: PodReport): boolean => report.denied === undefined && report.nodes.some((placement) => placement.schedulable);
   for (const report of reports.filter((r) => !placed(r))) {
     io.stderr(
@@ -164,23 +168,6 @@ async function judge(
     pod = run.object;
   }
   return { pod: subject.label, nodes: evaluatePlacements(pod, nodes, gates, { running }) };
-}
-
-/** kubectl's `-o json`, `-o=json` and `-ojson` become `--output json` for the flag parser. */
-export function shortOutputFlag(argv: readonly string[]): string[] {
-  const out: string[] = [];
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i] ?? '';
-    if (arg === '-o') {
-      out.push('--output', argv[i + 1] ?? '');
-      i++;
-    } else if (arg.startsWith('-o') && !arg.startsWith('--')) {
-      out.push(`--output=${arg.slice(arg.startsWith('-o=') ? 3 : 2)}`);
-    } else {
-      out.push(arg);
-    }
-  }
-  return out;
 }
 
 const templateKinds = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'ReplicationController']);
@@ -287,13 +274,4 @@ export function renderTable(reports: readonly PodReport[]): string {
 function describeEviction(seconds: number | null): string {
   if (seconds === null) return 'never';
   return seconds === 0 ? 'at once' : `after ${seconds}s`;
-}
-
-/** Usage errors, unreadable or malformed files, and bad flags all end here: exit code 2. */
-function inputError(io: CommandIo, error: unknown): number {
-  if (error instanceof Error) {
-    io.stderr(`tolerator simulate: ${error.message}\n`);
-    return 2;
-  }
-  throw error;
 }

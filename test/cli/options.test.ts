@@ -40,8 +40,12 @@ describe('flags in kube-apiserver style', () => {
   }
 
   const errors: { name: string; argv: string[]; message: RegExp }[] = [
-    { name: 'an unknown flag', argv: ['--feature-gate=x'], message: /unknown flag: --feature-gate/ },
-    { name: 'a flag without its value', argv: ['--policies'], message: /flag needs an argument: --policies/ },
+    {
+      name: 'an unknown flag',
+      argv: ['--feature-gate=x'],
+      message: /^unknown option '--feature-gate=x'\n\(Did you mean --feature-gates\?\)$/,
+    },
+    { name: 'a flag without its value', argv: ['--policies'], message: /^option '--policies <DIR>' argument missing$/ },
     {
       name: 'a non-integer for an integer flag',
       argv: ['--default-unreachable-toleration-seconds=5m'],

@@ -45,7 +45,7 @@ describe('tolerator review', () => {
   it('exits 2 with a clear message for a flag it does not know or a body that is not a review', () => {
     const flag = tolerator(['review', '--webhook', 'both', 'examples/review-burstable-pod.json']);
     assert.equal(flag.status, 2);
-    assert.match(flag.stderr, /--webhook must be mutate or validate, got "both"/);
+    assert.match(flag.stderr, /option '--webhook <mutate\|validate>' argument 'both' is invalid\. Allowed choices are mutate, validate\./);
     const body = tolerator(['review', '-'], '{"kind":"Pod"}');
     assert.equal(body.status, 2);
     assert.match(body.stderr, /kind must be "AdmissionReview", got "Pod"/);

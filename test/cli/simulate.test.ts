@@ -187,7 +187,7 @@ describe('tolerator simulate exit codes', () => {
     { name: 'a pod that fits no node: 1', argv: ['--nodes', nodesFile, 'nowhere.yaml'], files: { 'nowhere.yaml': nowhere }, want: 1 },
     { name: 'no --nodes: 2', argv: [podsFile], want: 2 },
     { name: 'no pod file: 2', argv: ['--nodes', nodesFile], want: 2 },
-    { name: 'an unknown output format: 2', argv: ['--nodes', nodesFile, '-o', 'yaml', podsFile], want: 2 },
+    { name: 'an unknown output format: 2', argv: ['--nodes', nodesFile, '-o', 'xml', podsFile], want: 2 },
     { name: 'an unknown flag: 2', argv: ['--nodes', nodesFile, '--frobnicate', podsFile], want: 2 },
     { name: 'a missing file: 2', argv: ['--nodes', nodesFile, join(root, 'no-such-file.yaml')], want: 2 },
     { name: 'malformed YAML: 2', argv: ['--nodes', nodesFile, 'bad.yaml'], files: { 'bad.yaml': 'kind: [Pod' }, want: 2 },

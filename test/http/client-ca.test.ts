@@ -491,7 +491,7 @@ describe('tolerator serve --client-ca-file', () => {
       const run = serve(['--client-ca-file', path]);
       const [code] = (await once(run.child, 'exit')) as [number | null];
       assert.equal(code, 2);
-      assert.equal(run.stderr(), `tolerator: ${row.message(path)}\n`);
+      assert.equal(run.stderr(), `tolerator serve: ${row.message(path)}\n`);
     });
   }
 

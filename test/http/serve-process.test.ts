@@ -54,7 +54,7 @@ describe('tolerator serve', () => {
       child.stdout.resume();
       const [code] = (await once(child, 'exit')) as [number | null];
       assert.equal(code, 2);
-      assert.equal(stderr, `tolerator: ${message}\n`);
+      assert.equal(stderr, `tolerator serve: ${message}\n`);
     });
   }
 

@@ -1,6 +1,6 @@
 /**
- * Builds the webhook exactly as `tolerator serve` does from a list of flags, minus the TLS
- * listener, for supertest; and loads fixtures as fresh copies.
+ * Builds the webhook exactly as `tolerator serve` does from a list of flags (createWebhookApp,
+ * the composition root's), minus the TLS listener, for supertest; and loads fixtures as fresh copies.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,9 +10,9 @@ import type { Pipeline } from '../../src/admission/pipeline.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
 import { pipelineFor, startTenancy } from '../../src/cli/runtime.js';
-import { createApp } from '../../src/http/app.js';
 import { createMetrics, type Metrics } from '../../src/http/metrics.js';
 import { loadClusterStateFile } from '../../src/kube/cluster-state-file.js';
+import { createWebhookApp } from '../../src/server/start-server.js';
 import type { RequestListener } from 'node:http';
 
 export const silentLogger = pino({ level: 'silent' });
@@ -24,9 +24,15 @@ export function pipelineFromArgs(args: readonly string[]): Pipeline {
   return pipelineFor(settings, facts, tenancy.current);
 }
 
+/** The app `tolerator serve` serves (src/server/start-server.ts builds it the same way), for supertest. */
 export function appFromArgs(args: readonly string[], metrics: Metrics = createMetrics({ collectProcessMetrics: false })): RequestListener {
-  return createApp({
-    pipeline: pipelineFromArgs(args),
+  const settings = readAdmissionSettings(parseFlags(args, admissionFlags));
+  const clusterFacts =
+    settings.clusterStateFile === undefined ? emptyClusterFacts : loadClusterStateFile(settings.clusterStateFile, silentLogger);
+  return createWebhookApp({
+    settings,
+    clusterFacts,
+    policies: startTenancy(settings.policiesDir, silentLogger, undefined, false).current,
     logger: silentLogger,
     metrics,
     readiness: { check: () => ({ ready: true, reasons: [] }) },
