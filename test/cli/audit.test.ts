@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { defaultExcludedNamespaceLabel, defaultExcludedNamespaces } from '../../src/cli/audit.js';
+import { defaultExcludedNamespaceLabel, defaultExcludedNamespaces, progressLine } from '../../src/cli/audit.js';
 import { audit, stateFile } from '../support/audit-command.js';
 import {
   auditNamespaces,
@@ -429,5 +429,21 @@ describe('tolerator audit: filters, summary, -o yaml and --group-by workload', (
     const clean = await audit(['--cluster-state', stateFile, '-o', 'yaml', '--rule', 'foreign-node'], files);
     assert.equal(clean.code, 0);
     assert.equal(clean.stdout, '# no violations in 7 pods audited: no PolicyReport\n');
+  });
+});
+
+describe('the progress line of tolerator audit', () => {
+  it('counts the pods read in place on a terminal, clears itself, and writes nothing to a pipe', () => {
+    let written = '';
+    const terminal = progressLine({ stderr: (text) => (written += text), stderrIsTerminal: true });
+    terminal.page(500);
+    terminal.page(500);
+    terminal.clear();
+    assert.equal(written, '\r\u001b[Ktolerator audit: 500 pods read…\r\u001b[Ktolerator audit: 1000 pods read…\r\u001b[K');
+    written = '';
+    const pipe = progressLine({ stderr: (text) => (written += text), stderrIsTerminal: false });
+    pipe.page(500);
+    pipe.clear();
+    assert.equal(written, '');
   });
 });
