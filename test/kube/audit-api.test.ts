@@ -442,16 +442,15 @@ describe('the audit against an API server', () => {
   });
 
   it('tolerator audit --group-by workload reads each owning ReplicaSet once, and follows it to its Deployment', async () => {
-    const owned = (name: string): KubeObject =>
-      ({
-        ...storedPod({ namespace: 'shared', name, tolerations: [] }),
-        metadata: {
-          name,
-          namespace: 'shared',
-          uid: `uid-${name}`,
-          ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5f6c7', uid: 'uid-rs', controller: true }],
-        },
-      }) as KubeObject;
+    const owned = (name: string): KubeObject => ({
+      ...storedPod({ namespace: 'shared', name, tolerations: [] }),
+      metadata: {
+        name,
+        namespace: 'shared',
+        uid: `uid-${name}`,
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5f6c7', uid: 'uid-rs', controller: true }],
+      },
+    });
     fake.putPod(owned('web-5f6c7-a'));
     fake.putPod(owned('web-5f6c7-b'));
     fake.putOwned({
