@@ -13,6 +13,7 @@ import { setFlagsFromString } from 'node:v8';
 import { pino, type Logger } from 'pino';
 import type { BuildInfo, CommandIo } from './cli/command.js';
 import { runCli } from './cli/program.js';
+import { logFormat } from './http/log-format.js';
 
 /**
  * V8's linear regexp engine takes over from a backtracking match past 50,000 backtracks. Every
@@ -59,7 +60,7 @@ const io: CommandIo = {
     writeFileSync(path, text);
   },
   // Warnings only, and to stderr: an offline command's output is what it writes to stdout.
-  log: () => (inputLog ??= pino({ level: 'warn' }, pino.destination(2))),
+  log: () => (inputLog ??= pino({ ...logFormat, level: 'warn' }, pino.destination(2))),
   env: process.env,
   homeDir: homedir(),
   stderrIsTerminal: process.stderr.isTTY,

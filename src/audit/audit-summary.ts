@@ -20,6 +20,7 @@ import {
   type SkipReason,
 } from './audit-rules.js';
 import { SmallestPerNamespace } from './smallest-per-namespace.js';
+import type { WorkloadFinding } from './workloads.js';
 
 export interface AuditSummary {
   /** Pods judged by the rules. */
@@ -29,6 +30,14 @@ export interface AuditSummary {
   readonly undecided: number;
   /** Violations by rule, every rule present (0 when none). */
   readonly byRule: Readonly<Record<AuditRuleName, number>>;
+  /** By namespace (sorted), every namespace with a pod judged: its violations and the pods that broke no rule. */
+  readonly byNamespace: readonly NamespaceSummary[];
+}
+
+export interface NamespaceSummary {
+  readonly namespace: string;
+  readonly violations: number;
+  readonly passed: number;
 }
 
 export interface UndecidedPod {
@@ -45,6 +54,12 @@ export interface ViolationCount {
   readonly count: number;
 }
 
+/** How many audited pods of one namespace broke no rule: a policy report's `pass`. */
+export interface PassCount {
+  readonly namespace: string;
+  readonly count: number;
+}
+
 export interface AuditResult {
   /**
    * Sorted: namespace, name, rule order, policy, message. Every finding, or with keepPerNamespace
@@ -55,6 +70,8 @@ export interface AuditResult {
   readonly undecided: readonly UndecidedPod[];
   /** Every finding counted, by namespace, rule (in the rules' order) and policy. */
   readonly counts: readonly ViolationCount[];
+  /** Pods judged that broke no rule, by namespace (sorted); an undecided pod is not among them. */
+  readonly passed: readonly PassCount[];
   readonly summary: AuditSummary;
 }
 
@@ -71,6 +88,7 @@ export class AuditCollector {
   private violations: SmallestPerNamespace<AuditViolation>;
   private undecidedPods: SmallestPerNamespace<UndecidedPod>;
   private counts = new Map<string, { namespace: string; rule: AuditRuleName; policy?: string; count: number }>();
+  private passed = new Map<string, number>();
   private audited = 0;
   private undecidedCount = 0;
   private skipped: Record<SkipReason, number> = { terminated: 0, mirror: 0, 'excluded-namespace': 0 };
@@ -82,12 +100,17 @@ export class AuditCollector {
     this.undecidedPods = new SmallestPerNamespace(this.keep, compareUndecided);
   }
 
-  add(result: PodAudit): void {
+  /** One pod's result; `namespace` is the pod's, counted as passed when it broke no rule. */
+  add(result: PodAudit, namespace?: string): void {
     if (result.violations === undefined) {
       this.skipped[result.skipped] += 1;
       return;
     }
     this.audited += 1;
+    if (result.violations.length === 0 && namespace !== undefined) {
+      // One entry per namespace, not per pod: bounded by the cluster's namespaces.
+      this.passed.set(namespace, (this.passed.get(namespace) ?? 0) + 1);
+    }
     for (const violation of result.violations) {
       this.violations.add(violation);
       // NUL separates the parts: no namespace, rule or policy name holds one.
@@ -117,6 +140,7 @@ export class AuditCollector {
     this.violations = new SmallestPerNamespace(this.keep, compareViolations);
     this.undecidedPods = new SmallestPerNamespace(this.keep, compareUndecided);
     this.counts = new Map();
+    this.passed = new Map();
     this.audited = 0;
     this.undecidedCount = 0;
     this.skipped = { terminated: 0, mirror: 0, 'excluded-namespace': 0 };
@@ -126,11 +150,29 @@ export class AuditCollector {
     const counts = [...this.counts.values()].map((entry) => ({ ...entry })).sort(compareCounts);
     const byRule = Object.fromEntries(auditRuleNames.map((rule) => [rule, 0])) as Record<AuditRuleName, number>;
     for (const entry of counts) byRule[entry.rule] += entry.count;
+    const byNamespace = new Map<string, { namespace: string; violations: number; passed: number }>();
+    const namespaceEntry = (namespace: string): { namespace: string; violations: number; passed: number } => {
+      let entry = byNamespace.get(namespace);
+      if (entry === undefined) {
+        entry = { namespace, violations: 0, passed: 0 };
+        byNamespace.set(namespace, entry);
+      }
+      return entry;
+    };
+    for (const { namespace, count } of counts) namespaceEntry(namespace).violations += count;
+    for (const [namespace, count] of this.passed) namespaceEntry(namespace).passed += count;
     return {
       violations: this.violations.sorted(),
       undecided: this.undecidedPods.sorted(),
       counts,
-      summary: { audited: this.audited, skipped: { ...this.skipped }, undecided: this.undecidedCount, byRule },
+      passed: [...this.passed].map(([namespace, count]) => ({ namespace, count })).sort((a, b) => order(a.namespace, b.namespace)),
+      summary: {
+        audited: this.audited,
+        skipped: { ...this.skipped },
+        undecided: this.undecidedCount,
+        byRule,
+        byNamespace: [...byNamespace.values()].sort((a, b) => order(a.namespace, b.namespace)),
+      },
     };
   }
 }
@@ -151,9 +193,10 @@ function order(a: string, b: string): number {
   return a < b ? -1 : a > b ? 1 : 0;
 }
 
-/** `-o json`: the violations, the undecided pods and the counts. */
-export function auditJson(result: AuditResult): string {
-  return `${JSON.stringify({ violations: result.violations, undecided: result.undecided, summary: result.summary }, null, 2)}\n`;
+/** `-o json`: the violations (or, grouped, the workloads' findings), the undecided pods and the counts. */
+export function auditJson(result: AuditResult, workloads?: readonly WorkloadFinding[]): string {
+  const findings = workloads === undefined ? { violations: result.violations } : { workloads };
+  return `${JSON.stringify({ ...findings, undecided: result.undecided, summary: result.summary }, null, 2)}\n`;
 }
 
 /**
@@ -168,20 +211,58 @@ export function auditTable(result: AuditResult): string {
   if (result.violations.length === 0) {
     return `No violations in ${summary.audited} pods audited${undecided}.\n`;
   }
-  const header = ['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'];
-  const rows = result.violations.map((violation) =>
-    [violation.namespace, violation.name, violation.node === '' ? '<none>' : violation.node, violation.rule, violation.message].map(
-      terminalSafe,
-    ),
-  );
+  const rows = result.violations.map((violation) => [
+    violation.namespace,
+    violation.name,
+    violation.node === '' ? '<none>' : violation.node,
+    violation.rule,
+    violation.message,
+  ]);
+  const pods = new Set(result.violations.map((violation) => `${violation.namespace}/${violation.name}`)).size;
+  return `${padded(['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${undecided}.\n`;
+}
+
+/**
+ * `--group-by workload`: one row per workload and rule, NAMESPACE WORKLOAD PODS RULE MESSAGE (the
+ * first pod's message, with its name), then the same summary as the pods' table.
+ */
+export function auditWorkloadTable(result: AuditResult, workloads: readonly WorkloadFinding[]): string {
+  const { summary } = result;
+  const undecided = summary.undecided === 0 ? '' : `; ${summary.undecided} pods could not be judged (see stderr)`;
+  if (workloads.length === 0) return `No violations in ${summary.audited} pods audited${undecided}.\n`;
+  const rows = workloads.map((finding) => [
+    finding.namespace,
+    `${finding.kind}/${finding.name}`,
+    String(finding.pods),
+    finding.rule,
+    `${finding.message} (pod ${finding.examplePod})`,
+  ]);
+  const named = new Set(workloads.map((finding) => `${finding.namespace}/${finding.kind}/${finding.name}`)).size;
+  return `${padded(['NAMESPACE', 'WORKLOAD', 'PODS', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${named} workloads, of ${summary.audited} pods audited${undecided}.\n`;
+}
+
+/** The summary under a table: violations by rule (the rules that have any), then by namespace. */
+export function summaryTables(result: AuditResult): string {
+  const { summary } = result;
+  const byRule = Object.entries(summary.byRule)
+    .filter(([, count]) => count > 0)
+    .map(([rule, count]) => [rule, String(count)]);
+  const byNamespace = summary.byNamespace
+    .filter((entry) => entry.violations > 0)
+    .map((entry) => [entry.namespace, String(entry.violations), String(entry.passed)]);
+  return `\n${padded(['RULE', 'VIOLATIONS'], byRule)}\n\n${padded(['NAMESPACE', 'VIOLATIONS', 'PODS PASSED'], byNamespace)}\n`;
+}
+
+/** Rows under a header, columns padded as `kubectl get` pads them (three spaces), every cell terminal-safe. */
+function padded(header: readonly string[], rawRows: readonly (readonly string[])[]): string {
+  const rows = rawRows.map((row) => row.map(terminalSafe));
   const widths = header.map((title, column) => rows.reduce((width, row) => Math.max(width, (row[column] ?? '').length), title.length));
   const line = (cells: readonly string[]): string =>
     cells
       .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column] ?? 0)))
       .join('   ')
       .trimEnd();
-  const pods = new Set(result.violations.map((violation) => `${violation.namespace}/${violation.name}`)).size;
-  return `${[header, ...rows].map(line).join('\n')}\n\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${undecided}.\n`;
+  return [header, ...rows].map(line).join('\n');
 }
 
 /**

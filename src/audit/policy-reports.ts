@@ -59,10 +59,17 @@ export interface ReportObject {
 
 type Outcome = 'fail' | 'warn';
 
-/** One report per namespace with violations, keyed by namespace; `now` is the audit's completion time. */
+/**
+ * One report per namespace with violations, keyed by namespace; `now` is the audit's completion
+ * time. A report's `pass` counts the namespace's pods that broke no rule (`passed`; one per pod,
+ * as tolerator's results are one per finding, not one per rule checked). A namespace whose pods all
+ * passed gets no report: the periodic audit deletes tolerator's report there, so that a report
+ * always means there is something to look at, and a cluster of many namespaces is not written one
+ * object per namespace every interval.
+ */
 export function buildPolicyReports(
   api: ReportApi,
-  findings: Pick<AuditResult, 'violations' | 'counts'>,
+  findings: Pick<AuditResult, 'violations' | 'counts'> & Partial<Pick<AuditResult, 'passed'>>,
   enforcementOf: (policy: string) => 'Deny' | 'Warn' | undefined,
   now: Date,
 ): Map<string, ReportObject> {
@@ -84,6 +91,7 @@ export function buildPolicyReports(
     if (list === undefined) byNamespace.set(violation.namespace, [violation]);
     else if (list.length < maxResultsPerReport) list.push(violation);
   }
+  const passed = new Map((findings.passed ?? []).map(({ namespace, count }) => [namespace, count]));
   const seconds = Math.floor(now.getTime() / 1000);
   const reports = new Map<string, ReportObject>();
   for (const [namespace, { fail, warn }] of summaries) {
@@ -108,7 +116,7 @@ export function buildPolicyReports(
       kind: api.kind,
       metadata: { name: reportName, namespace, labels: { ...reportLabels } },
       ...(api.group === 'openreports.io' ? { source: 'tolerator' } : {}),
-      summary: { pass: 0, fail, warn, error: 0, skip: 0 },
+      summary: { pass: passed.get(namespace) ?? 0, fail, warn, error: 0, skip: 0 },
       results,
     });
   }

@@ -11,7 +11,7 @@
  */
 import { checkObjectShape } from '../admission/object-shape.js';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
-import { auditPod, type AuditSettings } from '../audit/audit-rules.js';
+import { auditPod, type AuditRuleName, type AuditSettings, type AuditViolation } from '../audit/audit-rules.js';
 import { AuditCollector, type AuditResult } from '../audit/audit-summary.js';
 import type { Namespace, Node, Pod } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
@@ -37,6 +37,10 @@ export interface AuditRunOptions {
   readonly yieldNow?: () => Promise<void>;
   /** Findings kept per namespace (AuditCollectorOptions); the command keeps all, the server what its reports show. */
   readonly keepPerNamespace?: number;
+  /** `tolerator audit --rule`: only these rules' findings are kept; a pod breaking none of them passes. */
+  readonly rules?: ReadonlySet<AuditRuleName>;
+  /** Called for each pod with findings (after `rules`), with them: `--group-by workload` keeps its owner. */
+  readonly onFindings?: (pod: Pod, violations: readonly AuditViolation[]) => void;
 }
 
 export async function runAudit(
@@ -99,7 +103,14 @@ export async function runAudit(
           nodeName === '' || !facts.knowsNodes ? undefined : nodeOf(nodeName),
         ]);
         try {
-          collector.add(auditPod(pod, { namespace: namespaceObject, node, nodesKnown: facts.knowsNodes }, settings));
+          const judged = auditPod(pod, { namespace: namespaceObject, node, nodesKnown: facts.knowsNodes }, settings);
+          const { rules } = options;
+          const kept =
+            rules === undefined || judged.violations === undefined
+              ? judged
+              : { violations: judged.violations.filter((violation) => rules.has(violation.rule)) };
+          collector.add(kept, namespace);
+          if (kept.violations !== undefined && kept.violations.length > 0) options.onFindings?.(pod, kept.violations);
         } catch (error) {
           if (!(error instanceof PolicyEvaluationError)) throw error;
           collector.addUndecided({ namespace, name, message: error.message });

@@ -4,16 +4,25 @@
  * Namespaces, Nodes and Pods) or from the cluster (`--kubeconfig FILE`, or the in-cluster service
  * account), read page by page.
  *
- * Output: a table (NAMESPACE NAME NODE RULE MESSAGE), `-o json` or `-o yaml` (the same document)
- * (`{violations: [{namespace, name, node, rule, message, policy?}], undecided, summary}`), sorted
- * by namespace, pod and rule. Exit code: 0 nothing found, 1 something found, 2 bad input (flags,
- * files, policies, or a pod that could not be judged), with the reason on stderr.
+ * Output: a table (NAMESPACE NAME NODE RULE MESSAGE) and a summary by rule and namespace, or
+ * `-o json` (`{violations: [{namespace, name, node, rule, message, policy?}], undecided, summary}`),
+ * sorted by namespace, pod and rule; `--group-by workload` gathers them by the owning Deployment,
+ * StatefulSet, DaemonSet, Job or CronJob (src/audit/workloads.ts). `-o yaml`: the PolicyReports the
+ * periodic audit of `serve` would write (the same src/audit/policy-reports.ts), for
+ * `kubectl apply -f -`. `--rule` and `-n/--namespace` narrow what is audited. While it reads a
+ * cluster, and stderr is a terminal, a progress line is kept on stderr.
+ *
+ * Exit code: 0 nothing found, 1 something found, 2 bad input (flags, files, policies, or a pod
+ * that could not be judged), with the reason on stderr.
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditJson, auditTable, terminalSafe } from '../audit/audit-summary.js';
+import { auditRuleNames, isAuditRuleName, type AuditRuleName } from '../audit/audit-rules.js';
+import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
+import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
+import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
 import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
-import type { Namespace, Node } from '../api/types.js';
+import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { stringify } from 'yaml';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
@@ -64,7 +73,24 @@ export const auditFlags = {
   namespace: { kind: 'string', placeholder: 'NS', short: 'n', help: 'audit the pods of this namespace only' },
   'all-namespaces': { kind: 'boolean', short: 'A', help: 'audit the pods of every namespace (the default; for kubectl habits)' },
   all: { kind: 'boolean', help: 'also audit mirror pods and pods in namespaces the webhooks exclude' },
-  output: { kind: 'string', placeholder: 'FORMAT', short: 'o', help: 'output format (default table)', choices: ['table', 'json', 'yaml'] },
+  rule: {
+    kind: 'string',
+    placeholder: 'RULE1,RULE2',
+    help: `report only these rules (${auditRuleNames.join(', ')}); a pod breaking none of them passes`,
+  },
+  'group-by': {
+    kind: 'string',
+    placeholder: 'pod|workload',
+    help: 'one row per pod (default), or per owning workload (Deployment, StatefulSet, DaemonSet, Job, CronJob, through owner references) with its pod count',
+    choices: ['pod', 'workload'],
+  },
+  output: {
+    kind: 'string',
+    placeholder: 'FORMAT',
+    short: 'o',
+    help: 'output format (default table); yaml: the PolicyReports the server writes, for kubectl apply -f -',
+    choices: ['table', 'json', 'yaml'],
+  },
 } as const satisfies Record<string, FlagSpec>;
 
 export const auditCommand: CommandDefinition = {
@@ -110,11 +136,30 @@ const cliRequestsPerSecond = 5;
  */
 const cliMaxPageBytes = 16 * 1024 * 1024;
 
+/** `--rule`: the rules named, each one of auditRuleNames. */
+function readRules(raw: string | undefined): ReadonlySet<AuditRuleName> | undefined {
+  if (raw === undefined) return undefined;
+  const names = raw
+    .split(',')
+    .map((name) => name.trim())
+    .filter((name) => name !== '');
+  if (names.length === 0) throw new UsageError(`--rule needs at least one rule: ${auditRuleNames.join(', ')}`);
+  for (const name of names) {
+    if (!isAuditRuleName(name)) throw new UsageError(`--rule: no rule ${JSON.stringify(name)}; the rules are ${auditRuleNames.join(', ')}`);
+  }
+  return new Set(names as AuditRuleName[]);
+}
+
 async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
   if (flags.positionals.length > 0) throw new UsageError(`audit takes no arguments, got ${JSON.stringify(flags.positionals[0])}`);
   const output = (flags.values.get('output') as 'table' | 'json' | 'yaml' | undefined) ?? 'table';
+  const groupBy = (flags.values.get('group-by') as 'pod' | 'workload' | undefined) ?? 'pod';
+  if (groupBy === 'workload' && output === 'yaml')
+    throw new UsageError('-o yaml writes PolicyReports, one result per pod: it takes no --group-by');
   const namespace = flags.values.get('namespace') as string | undefined;
+  if (namespace === '') throw new UsageError('-n/--namespace needs a namespace');
   if (namespace !== undefined && flags.values.get('all-namespaces') === true) throw new UsageError('give -n NAMESPACE or -A, not both');
+  const rules = readRules(flags.values.get('rule') as string | undefined);
   const admission = readAdmissionSettings(flags);
   const settings: AuditSettings = {
     gates: admission.gates,
@@ -133,13 +178,61 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
       ? fileSource(admission.clusterStateFile, io)
       : await clusterSource({ path: kubeconfig, context: flags.values.get('context') as string | undefined }, namespace, io);
   const pages = namespace === undefined || admission.clusterStateFile === undefined ? source.pages : inNamespace(source.pages, namespace);
-  const result = await runAudit(pages, source.facts, settings);
-  io.stdout(output === 'json' ? auditJson(result) : output === 'yaml' ? stringify(JSON.parse(auditJson(result))) : auditTable(result));
+  const controllers = new Map<string, WorkloadRef | undefined>();
+  let result: AuditResult;
+  try {
+    result = await runAudit(pages, source.facts, settings, {
+      ...(rules === undefined ? {} : { rules }),
+      ...(groupBy === 'workload'
+        ? {
+            onFindings: (pod) => {
+              controllers.set(`${pod.metadata?.namespace ?? ''}/${pod.metadata?.name ?? ''}`, controllerOf(pod.metadata));
+            },
+          }
+        : {}),
+    });
+  } finally {
+    source.done();
+  }
+  let workloads: WorkloadFinding[] | undefined;
+  if (groupBy === 'workload') {
+    const workloadOfPod = new Map<string, WorkloadRef>();
+    for (const [key, controller] of controllers) {
+      const slash = key.indexOf('/');
+      workloadOfPod.set(key, await workloadOf(key.slice(0, slash), key.slice(slash + 1), controller, source.readController));
+    }
+    workloads = groupByWorkload(result.violations, workloadOfPod);
+  }
+  io.stdout(
+    output === 'yaml'
+      ? policyReportsYaml(result, settings, new Date())
+      : output === 'json'
+        ? auditJson(result, workloads)
+        : workloads === undefined
+          ? auditTable(result)
+          : auditWorkloadTable(result, workloads),
+  );
   for (const pod of result.undecided) {
     io.stderr(`tolerator audit: ${terminalSafe(`could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
   }
   if (result.undecided.length > 0) return 2;
   return result.violations.length > 0 ? 1 : 0;
+}
+
+/**
+ * `-o yaml`: the reports the periodic audit would write after this audit, as YAML documents (the
+ * first report API, wgpolicyk8s.io/v1alpha2, which Kyverno and Policy Reporter read). The server
+ * also deletes its report in a namespace with no violation left; `kubectl apply --prune` with
+ * tolerator's report labels does the same (docs/audit.md has the command). No violations: a
+ * comment only, no document.
+ */
+function policyReportsYaml(result: AuditResult, settings: AuditSettings, now: Date): string {
+  const [api] = reportApis;
+  if (api === undefined) throw new Error('no report API');
+  const enforcement = new Map(settings.policies.policies.map((policy) => [policy.name, policy.enforcement]));
+  const reports = [...buildPolicyReports(api, result, (name) => enforcement.get(name), now).values()];
+  if (reports.length === 0) return `# no violations in ${result.summary.audited} pods audited: no ${api.kind}\n`;
+  return reports.map((report) => stringify(report, { lineWidth: 0 })).join('---\n');
 }
 
 /** `-n NAMESPACE` on a file: the pods of one namespace, the others passed over before they are judged. */
@@ -158,6 +251,10 @@ function inNamespace(pages: PodPages, namespace: string): PodPages {
 interface AuditSource {
   readonly pages: PodPages;
   readonly facts: ClusterFacts;
+  /** The controller of a ReplicaSet or Job (`--group-by workload`); undefined: none, or it is gone. */
+  readonly readController: (namespace: string, owner: WorkloadRef) => Promise<WorkloadRef | undefined>;
+  /** The pods are read: the progress line, if any, is cleared. */
+  readonly done: () => void;
 }
 
 function fileSource(file: string, io: CommandIo): AuditSource {
@@ -165,7 +262,37 @@ function fileSource(file: string, io: CommandIo): AuditSource {
   for (const warning of state.warnings) io.stderr(`tolerator audit: ${terminalSafe(warning)}\n`);
   if (state.pods.length === 0)
     throw new UsageError(`${file}: no v1 Pod found (kubectl get namespaces,nodes,pods -A -o yaml writes all three)`);
-  return { pages: podsAsOnePage(state.pods), facts: staticClusterFacts(state) };
+  return {
+    pages: podsAsOnePage(state.pods),
+    facts: staticClusterFacts(state),
+    // The ReplicaSets and Jobs the file holds (kubectl get namespaces,nodes,pods,replicasets,jobs -A -o yaml).
+    readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
+    done: () => undefined,
+  };
+}
+
+/**
+ * The progress line of a long run, on stderr when it is a terminal (kubectl and helm print none to
+ * a pipe or a file): rewritten in place (`\r`, then erase to the end of the line) after each page.
+ */
+export function progressLine(io: Pick<CommandIo, 'stderr' | 'stderrIsTerminal'>): {
+  readonly page: (pods: number) => void;
+  readonly clear: () => void;
+} {
+  if (io.stderrIsTerminal !== true) return { page: () => undefined, clear: () => undefined };
+  let read = 0;
+  let shown = false;
+  return {
+    page: (pods) => {
+      read += pods;
+      shown = true;
+      io.stderr(`\r\u001b[Ktolerator audit: ${read} pods read…`);
+    },
+    clear: () => {
+      if (shown) io.stderr('\r\u001b[K');
+      shown = false;
+    },
+  };
 }
 
 /** The cluster: Namespaces and Nodes listed first (page by page), then the pods page by page, at the CLI's pace. */
@@ -177,7 +304,7 @@ async function clusterSource(
   // @kubernetes/client-node is costly to import; only a cluster audit needs it.
   const { loadKubeConfig } = await import('../kube/kube-config.js');
   const { createApiRequest, describeFailure } = await import('../kube/api-requests.js');
-  const { listInPages, defaultMaxRestarts } = await import('../kube/paged-list.js');
+  const { listInPages, defaultMaxRestarts, defaultMaxItemBytes } = await import('../kube/paged-list.js');
   const kubeConfig = loadKubeConfig({
     kubeconfigPath: kubeconfig.path,
     context: kubeconfig.context,
@@ -233,5 +360,38 @@ async function clusterSource(
   };
   // -n: the API server lists the one namespace's pods, so the others are never sent.
   const podsPath = namespace === undefined ? '/api/v1/pods' : `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods`;
-  return { facts, pages: (handlers) => listInPages(request, podsPath, options, handlers) };
+  const progress = progressLine(io);
+  // --group-by workload: each distinct ReplicaSet or Job that owns a pod with findings is read once
+  // (cached), at the CLI's pace, its body bounded as one stored object's can be: the reads are as
+  // many as the workloads in the output, never one per pod, and never a list of every ReplicaSet.
+  const controllers = new Map<string, Promise<WorkloadRef | undefined>>();
+  const readController = (ownerNamespace: string, owner: WorkloadRef): Promise<WorkloadRef | undefined> => {
+    const collection = owner.kind === 'ReplicaSet' ? 'apis/apps/v1/namespaces/%/replicasets' : 'apis/batch/v1/namespaces/%/jobs';
+    const path = `/${collection.replace('%', encodeURIComponent(ownerNamespace))}/${encodeURIComponent(owner.name)}`;
+    let found = controllers.get(path);
+    if (found === undefined) {
+      found = (async () => {
+        await pause();
+        const response = await request('GET', path, undefined, { maxBodyBytes: defaultMaxItemBytes });
+        if (response.status === 404) return undefined;
+        if (response.status !== 200 || !isJsonObject(response.body)) throw new Error(`reading ${path}: ${describeFailure(response)}`);
+        return controllerOf((response.body as { metadata?: ObjectMeta }).metadata);
+      })();
+      controllers.set(path, found);
+    }
+    return found;
+  };
+  return {
+    facts,
+    readController,
+    done: progress.clear,
+    pages: (handlers) =>
+      listInPages(request, podsPath, options, {
+        ...handlers,
+        onPage: async (items) => {
+          await handlers.onPage(items);
+          progress.page(items.length);
+        },
+      }),
+  };
 }

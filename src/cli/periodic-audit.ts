@@ -100,8 +100,17 @@ export interface PeriodicAuditOptions {
 export interface PeriodicAudit {
   /** One run now (tests, and the timer). */
   runOnce(): Promise<'completed' | 'failed'>;
-  /** Starts the timer: the first run after firstRunDelayMs, then one an interval after each. */
+  /**
+   * Starts the timer: the first run after firstRunDelayMs, then one an interval after each. Also
+   * after pause(): the replica that takes the audit Lease over starts as a replica that just began.
+   */
   start(): void;
+  /**
+   * Another replica audits now (it holds the audit Lease, src/kube/lease-election.ts): no further
+   * run is started, a run in progress publishes nothing, and this replica's audit series are
+   * cleared so that only the auditing replica reports violations.
+   */
+  pause(): void;
   /**
    * Stops the timer and ends a run in progress: its request in flight is aborted, it publishes
    * nothing; resolves once it has unwound.
@@ -125,6 +134,8 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
   let timer: NodeJS.Timeout | undefined;
   let running: Promise<unknown> | undefined;
   let lastRequest = -Infinity;
+  /** False between pause() and start(): a run that ends meanwhile publishes nothing. */
+  let active = true;
 
   // Every request of a run carries the stop signal: stop() aborts the one in flight.
   const request: ApiRequest = (method, path, body, limits) => options.request(method, path, body, { ...limits, signal });
@@ -205,6 +216,10 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       return 'failed';
     }
     if (signal.aborted) return 'failed';
+    if (!active) {
+      logger.info({}, 'audit finished after another replica took the audit lease: not published');
+      return 'failed';
+    }
     // Replaced as a whole, within one turn of the event loop: a scrape sees the old audit or the new one.
     metrics.auditViolations.reset();
     for (const { rule, namespace, count } of violationCounts(result)) metrics.auditViolations.set({ rule, namespace }, count);
@@ -238,17 +253,26 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
     }
   }
 
+  /** Each start() begins a new chain of runs; a run of an older chain schedules no successor. */
+  let generation = 0;
   const schedule = (delayMs: number): void => {
     if (signal.aborted) return;
+    const chain = generation;
     timer = setTimeout(() => {
+      if (chain !== generation) return;
       if (!options.facts.isSynced()) {
         // Without synced caches every namespace and node would be read live: wait for them.
         schedule(5_000);
         return;
       }
+      if (running !== undefined) {
+        // A run from before a pause is still unwinding: runs never overlap.
+        schedule(1_000);
+        return;
+      }
       running = runOnce().finally(() => {
         running = undefined;
-        schedule(options.intervalMs);
+        if (active && chain === generation) schedule(options.intervalMs);
       });
     }, delayMs);
     timer.unref();
@@ -257,7 +281,16 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
   return {
     runOnce,
     start: () => {
+      active = true;
+      generation += 1;
+      clearTimeout(timer);
       schedule(Math.min(options.intervalMs, pace.firstRunDelayMs));
+    },
+    pause: () => {
+      active = false;
+      generation += 1;
+      clearTimeout(timer);
+      metrics.auditViolations.reset();
     },
     stop: async () => {
       stopping.abort(new Stopped());

@@ -5,6 +5,7 @@
  */
 import { pino, type Logger } from 'pino';
 import { parseQuantityString } from '../api/quantity.js';
+import { logFormat } from '../http/log-format.js';
 import { startServer } from '../server/start-server.js';
 import { exclusionFlags, readExclusion } from './audit.js';
 import type { CommandDefinition, CommandIo } from './command.js';
@@ -23,7 +24,10 @@ import { parseAuditInterval } from './periodic-audit.js';
 
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
 
-export const serveFlags = {
+export /** The audit Lease of deploy/ (the chart passes its release's namespace and name). */
+const defaultAuditLease = 'tolerator-system/tolerator-audit';
+
+const serveFlags = {
   ...admissionFlags,
   port: { kind: 'int', placeholder: 'PORT', help: 'HTTPS port (default 8443)' },
   'bind-address': { kind: 'string', placeholder: 'ADDRESS', help: 'address to listen on (default: all interfaces)' },
@@ -71,8 +75,26 @@ export const serveFlags = {
     placeholder: 'DURATION',
     help: 'audit every pod of the cluster this often (30m, 1h, …): metrics and policy reports; off by default, needs a cluster',
   },
+  'audit-lease': {
+    kind: 'string',
+    placeholder: 'NAMESPACE/NAME',
+    help: `with --audit-interval: the coordination.k8s.io Lease that elects the one replica that audits (default ${defaultAuditLease}; '' for none: every replica audits)`,
+  },
   ...exclusionFlags,
 } as const satisfies Record<string, FlagSpec>;
+
+/** Parses `--audit-lease NAMESPACE/NAME`; '' for no election. */
+export function parseAuditLease(raw: string): { namespace: string; name: string } | undefined {
+  if (raw === '') return undefined;
+  const parts = raw.split('/');
+  // Both are object names: a DNS-1123 label for the namespace, a DNS-1123 subdomain for the Lease.
+  const valid =
+    parts.length === 2 &&
+    /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(parts[0] ?? '') &&
+    /^[a-z0-9]([-.a-z0-9]{0,251}[a-z0-9])?$/.test(parts[1] ?? '');
+  if (!valid) throw new UsageError(`--audit-lease must be NAMESPACE/NAME (lower-case object names), got ${JSON.stringify(raw)}`);
+  return { namespace: parts[0] ?? '', name: parts[1] ?? '' };
+}
 
 export const serveCommand: CommandDefinition = {
   name: 'serve',
@@ -85,7 +107,7 @@ export const serveCommand: CommandDefinition = {
 function createLogger(level: string | undefined): Logger {
   // Asynchronous writes: a review never waits for its log line to reach stdout. Pending lines
   // still go out before the process exits (the writes keep the event loop alive).
-  return pino({ level: level ?? 'info', base: { component: 'tolerator' } }, pino.destination({ dest: 1, sync: false }));
+  return pino({ ...logFormat, level: level ?? 'info', base: { component: 'tolerator' } }, pino.destination({ dest: 1, sync: false }));
 }
 
 async function serve(flags: ParsedFlags, io: CommandIo): Promise<number> {
@@ -109,13 +131,18 @@ async function serve(flags: ParsedFlags, io: CommandIo): Promise<number> {
   }
   const memoryFlag = str('memory-limit');
   const auditInterval = str('audit-interval');
-  let audit: { intervalMs: number; exclusion: ReturnType<typeof readExclusion> } | undefined;
+  const auditLease = str('audit-lease');
+  if (auditLease !== undefined && auditInterval === undefined) throw new UsageError('--audit-lease needs --audit-interval');
+  let audit:
+    { intervalMs: number; exclusion: ReturnType<typeof readExclusion>; lease: { namespace: string; name: string } | undefined } | undefined;
   if (auditInterval !== undefined) {
+    let intervalMs: number;
     try {
-      audit = { intervalMs: parseAuditInterval(auditInterval), exclusion: readExclusion(flags) };
+      intervalMs = parseAuditInterval(auditInterval);
     } catch (error) {
       throw new UsageError((error as Error).message);
     }
+    audit = { intervalMs, exclusion: readExclusion(flags), lease: parseAuditLease(auditLease ?? defaultAuditLease) };
   }
   const server = await startServer({
     settings,

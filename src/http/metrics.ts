@@ -37,6 +37,8 @@ export interface Metrics {
    */
   readonly auditViolations: Gauge<'rule' | 'namespace'>;
   readonly auditLastCompleted: Gauge;
+  /** 1 while this replica holds the audit Lease (--audit-lease) and so is the one that audits; 0 otherwise. */
+  readonly auditLeader: Gauge;
   /** Periodic audits by result: completed, or failed (the previous audit's metrics stay). */
   readonly auditRuns: Counter<'result'>;
   /** Policy-report writes by result (success, failure); a failure leaves the audit's metrics as they are. */
@@ -180,6 +182,11 @@ export function createMetrics(options: MetricsOptions): Metrics {
     auditLastCompleted: new Gauge({
       name: 'tolerator_audit_last_completed_timestamp_seconds',
       help: 'When the last periodic audit completed, as a Unix time (0: none yet).',
+      registers: [registry],
+    }),
+    auditLeader: new Gauge({
+      name: 'tolerator_audit_leader',
+      help: 'Whether this replica holds the audit Lease and so runs the periodic audit (1) or not (0).',
       registers: [registry],
     }),
     auditRuns: new Counter({

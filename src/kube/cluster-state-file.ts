@@ -12,7 +12,8 @@ import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
-import type { Namespace, Node, Pod } from '../api/types.js';
+import type { Namespace, Node, ObjectMeta, Pod } from '../api/types.js';
+import { controllerOf, type WorkloadRef } from '../audit/workloads.js';
 import { isJsonObject } from '../api/types.js';
 import type { KubeLogger } from './kube-logger.js';
 
@@ -21,6 +22,12 @@ export interface ClusterState {
   nodes: Node[];
   /** Read only when asked (`readPods`), else skipped with a warning; in the file's order. */
   pods: Pod[];
+  /**
+   * With `readPods`: each apps/v1 ReplicaSet's and batch/v1 Job's controller (its Deployment, its
+   * CronJob), keyed `namespace/kind/name`, for `tolerator audit --group-by workload`. Only the
+   * reference is kept, never the object.
+   */
+  controllers: Map<string, WorkloadRef | undefined>;
   /** Documents and list items that were skipped, each naming where it was and why. */
   warnings: string[];
 }
@@ -60,11 +67,13 @@ export function parseClusterState(text: string, source: string, options: Cluster
   const namespaces = new Map<string, Namespace>();
   const nodes = new Map<string, Node>();
   const pods = new Map<string, Pod>();
+  const controllers = new Map<string, WorkloadRef | undefined>();
   const warnings: string[] = [];
   const state = (): ClusterState => ({
     namespaces: [...namespaces.values()],
     nodes: [...nodes.values()],
     pods: [...pods.values()],
+    controllers,
     warnings,
   });
 
@@ -134,6 +143,16 @@ export function parseClusterState(text: string, source: string, options: Cluster
       pods.set(key, { ...value, apiVersion, kind, metadata: { ...metadata, namespace } });
       return;
     }
+    if (
+      options.readPods === true &&
+      ((kind === 'ReplicaSet' && apiVersion === 'apps/v1') || (kind === 'Job' && apiVersion === 'batch/v1')) &&
+      nameOf(value) !== undefined
+    ) {
+      const metadata = value.metadata as ObjectMeta;
+      const namespace = typeof metadata.namespace === 'string' && metadata.namespace !== '' ? metadata.namespace : 'default';
+      controllers.set(`${namespace}/${kind}/${nameOf(value) ?? ''}`, controllerOf(metadata));
+      return;
+    }
     if ((kind === 'Namespace' || kind === 'Node') && apiVersion === 'v1') {
       const name = nameOf(value);
       if (name === undefined) throw new Error(`${where}: ${kind} has no metadata.name`);
@@ -148,7 +167,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
       else nodes.set(name, nodeAsRead(object) ?? (object as Node));
       return;
     }
-    const read = options.readPods === true ? 'v1 Namespace, Node, Pod' : 'v1 Namespace, Node';
+    const read = options.readPods === true ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job' : 'v1 Namespace, Node';
     warnings.push(`${where}: ${label} ignored (only ${read} and lists of them are read)`);
   }
 

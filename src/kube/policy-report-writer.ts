@@ -8,9 +8,10 @@
  * in a namespace without violations any more is deleted (found by its labels), so no stale report
  * outlives what it reported. A write that fails is counted and logged; the rest go on.
  *
- * Every replica audits and writes (there is no leader election): a create answered 409
- * AlreadyExists, or a replace answered 409 Conflict, means another replica wrote the report
- * between this one's list and its write, from an audit of the same cluster; it is left as it is.
+ * One replica audits and writes at a time (the audit Lease, src/kube/lease-election.ts; or every
+ * replica, with --audit-lease=''). A create answered 409 AlreadyExists, or a replace answered 409
+ * Conflict, means another replica wrote the report between this one's list and its write (during
+ * a hand-over of the Lease, or without one), from an audit of the same cluster; it is left as it is.
  */
 import { reportLabelSelector, reportApis, reportName, type ReportApi, type ReportObject } from '../audit/policy-reports.js';
 import { describeFailure, type ApiRequest } from './api-requests.js';

@@ -18,6 +18,7 @@ import type { ResolvedGates } from '../api/feature-gate-resolution.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { NamespaceExclusion } from '../audit/audit-rules.js';
 import { createPeriodicAudit, type PeriodicAudit } from '../cli/periodic-audit.js';
+import type { LeaseElection } from '../kube/lease-election.js';
 import type { AdmissionSettings } from '../cli/options.js';
 import { pipelineFor, startTenancy } from '../cli/runtime.js';
 import { UsageError } from '../cli/flags.js';
@@ -54,7 +55,14 @@ export interface ServerOptions {
   /** Review worker threads; else derived from the memory and the CPUs. */
   readonly reviewWorkers?: number | undefined;
   /** The periodic audit, when asked for (it needs a cluster). */
-  readonly audit?: { readonly intervalMs: number; readonly exclusion: NamespaceExclusion } | undefined;
+  readonly audit?:
+    | {
+        readonly intervalMs: number;
+        readonly exclusion: NamespaceExclusion;
+        /** The Lease that elects the one replica that audits (src/kube/lease-election.ts); undefined: every replica audits. */
+        readonly lease: { readonly namespace: string; readonly name: string } | undefined;
+      }
+    | undefined;
   /** Process metrics (CPU, memory, event loop) in /metrics: on for the real server, off in tests that make several. */
   readonly collectProcessMetrics?: boolean;
 }
@@ -152,9 +160,10 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   const tenancy = startTenancy(settings.policiesDir, logger, metrics, true);
 
   let periodicAudit: PeriodicAudit | undefined;
+  let auditLease: LeaseElection | undefined;
   if (options.audit !== undefined) {
     if (kubeConfig === undefined) throw new UsageError('--audit-interval needs a cluster: --kubeconfig, or an in-cluster service account');
-    const { exclusion, intervalMs } = options.audit;
+    const { exclusion, intervalMs, lease } = options.audit;
     const enabled = new Set(settings.enabled);
     const { createApiRequest } = await import('../kube/api-requests.js');
     periodicAudit = createPeriodicAudit({
@@ -172,8 +181,31 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       metrics,
       logger,
     });
-    periodicAudit.start();
-    logger.info({ intervalMs }, 'periodic audit on');
+    if (lease === undefined) {
+      periodicAudit.start();
+      logger.info({ intervalMs }, "periodic audit on, on every replica (--audit-lease='')");
+    } else {
+      const { createLeaseElection } = await import('../kube/lease-election.js');
+      const audit = periodicAudit;
+      auditLease = createLeaseElection({
+        request: createApiRequest(kubeConfig),
+        ...lease,
+        onStartedLeading: () => {
+          metrics.auditLeader.set(1);
+          audit.start();
+        },
+        onStoppedLeading: () => {
+          metrics.auditLeader.set(0);
+          audit.pause();
+        },
+        logger,
+      });
+      auditLease.start();
+      logger.info(
+        { intervalMs, lease: `${lease.namespace}/${lease.name}`, identity: auditLease.identity },
+        'periodic audit on, on the replica holding the audit lease',
+      );
+    }
   }
 
   const certificateFiles = options.certificateFiles;
@@ -286,9 +318,12 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
       stopped ??= (async () => {
         shuttingDown = true;
         logger.info(drain, 'shutting down: readiness off, draining');
+        // Given up at once, not after the drain: the next replica takes the audit over within one retry.
+        const released = auditLease?.stop();
         await new Promise((resolve) => setTimeout(resolve, drain.delayMs));
         await server.close(drain.graceMs);
         await reviewPool?.close();
+        await released;
         await periodicAudit?.stop();
         tenancy.close();
         gates.stop();

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
-import { defaultExcludedNamespaceLabel, defaultExcludedNamespaces } from '../../src/cli/audit.js';
+import { defaultExcludedNamespaceLabel, defaultExcludedNamespaces, progressLine } from '../../src/cli/audit.js';
 import { audit, stateFile } from '../support/audit-command.js';
 import {
   auditNamespaces,
@@ -85,7 +85,19 @@ describe('tolerator audit --cluster-state FILE', () => {
       /^shared {6}pending {3}<none> {3}missing-default-tolerations {3}lacks a toleration of node\.kubernetes\.io\/not-ready:NoExecute/,
     );
     assert.match(lines[2] ?? '', /^shared {6}pending {3}<none> {3}missing-memory-pressure {7}not BestEffort, yet lacks/);
-    assert.equal(lines[4], '2 violations in 1 of 1 pods audited.');
+    // Then the summary: violations by rule, and by namespace with the pods that passed.
+    assert.deepEqual(lines.slice(3), [
+      '',
+      'RULE                          VIOLATIONS',
+      'missing-default-tolerations   1',
+      'missing-memory-pressure       1',
+      '',
+      'NAMESPACE   VIOLATIONS   PODS PASSED',
+      'shared      2            0',
+      '',
+      '2 violations in 1 of 1 pods audited.',
+      '',
+    ]);
   });
 
   it('the table and stderr escape control characters of a file: a name or node cannot move the cursor, recolour or add rows', async () => {
@@ -100,7 +112,7 @@ describe('tolerator audit --cluster-state FILE', () => {
     const control = (text: string): string[] => Array.from(text).filter((c) => c !== '\n' && (c < ' ' || (c >= '\u007f' && c <= '\u009f')));
     assert.deepEqual(control(stdout), []);
     assert.deepEqual(control(stderr), []);
-    const rows = stdout.split('\n').filter((line) => line.startsWith('shared '));
+    const rows = stdout.split('\n').filter((line) => line.startsWith('shared ') && line.includes('gone'));
     assert.ok(rows.length > 0);
     for (const row of rows) assert.match(row, /^shared {6}p\\x1b\[2Jx\\ny\\tz\\u009b {3}gone\\x1b\]0;t\\x07 /);
     assert.match(stderr, /could not judge pod "shared\/q\\x1b\[31m"/);
@@ -162,6 +174,22 @@ describe('tolerator audit --cluster-state FILE', () => {
       stderr: /argument 'xml' is invalid\. Allowed choices are table, json, yaml/,
     },
     { name: 'no source at all', argv: [], stderr: /no cluster: give --cluster-state FILE or --kubeconfig FILE, set KUBECONFIG/ },
+    {
+      name: 'an unknown --rule',
+      argv: ['--cluster-state', stateFile, '--rule', 'foreign-node,nope'],
+      stderr: /--rule: no rule "nope"; the rules are unknown-node, foreign-node, /,
+    },
+    {
+      name: 'a bad --group-by',
+      argv: ['--cluster-state', stateFile, '--group-by', 'node'],
+      stderr: /argument 'node' is invalid\. Allowed choices are pod, workload/,
+    },
+    {
+      name: '-o yaml with --group-by workload',
+      argv: ['--cluster-state', stateFile, '-o', 'yaml', '--group-by', 'workload'],
+      stderr: /takes no --group-by/,
+    },
+    { name: '-n and -A together', argv: ['--cluster-state', stateFile, '-n', 'shared', '-A'], stderr: /not both/ },
     { name: 'both sources', argv: ['--cluster-state', stateFile, '--kubeconfig', '/x'], stderr: /not both/ },
     {
       name: 'a missing file',
@@ -252,5 +280,170 @@ describe('tolerator audit --cluster-state FILE', () => {
     const output = JSON.parse(stdout) as JsonOutput;
     assert.ok(output.violations.some((violation) => violation.namespace === 'kube-system'));
     assert.ok(!output.violations.some((violation) => violation.namespace === 'opted-out'));
+  });
+});
+
+describe('tolerator audit: filters, summary, -o yaml and --group-by workload', () => {
+  const pending = (namespace: string, name: string, ownerReferences?: unknown[]): unknown => ({
+    ...storedPod({ namespace, name, tolerations: [] }),
+    ...(ownerReferences === undefined ? {} : {}),
+    metadata: {
+      name,
+      namespace,
+      uid: `uid-${name}`,
+      ...(ownerReferences === undefined ? {} : { ownerReferences }),
+    },
+  });
+  const ref = (apiVersion: string, kind: string, name: string): unknown => ({
+    apiVersion,
+    kind,
+    name,
+    uid: `uid-${name}`,
+    controller: true,
+  });
+  const fine = storedPod({
+    namespace: 'shared',
+    name: 'fine',
+    node: 'plain',
+    burstable: false,
+    tolerations: [
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    ],
+  });
+  const items = [
+    ...auditNamespaces,
+    ...auditNodes,
+    fine,
+    pending('shared', 'web-5f6c7-a', [ref('apps/v1', 'ReplicaSet', 'web-5f6c7')]),
+    pending('shared', 'web-5f6c7-b', [ref('apps/v1', 'ReplicaSet', 'web-5f6c7')]),
+    pending('shared', 'report-28-x', [ref('batch/v1', 'Job', 'report-28')]),
+    pending('shared', 'db-0', [ref('apps/v1', 'StatefulSet', 'db')]),
+    pending('shared', 'lonely'),
+    pending('infra', 'tool'),
+    // The owners, as `kubectl get rs,jobs -A -o yaml` adds them to the file.
+    {
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: { name: 'web-5f6c7', namespace: 'shared', ownerReferences: [ref('apps/v1', 'Deployment', 'web')] },
+    },
+    {
+      apiVersion: 'batch/v1',
+      kind: 'Job',
+      metadata: { name: 'report-28', namespace: 'shared', ownerReferences: [ref('batch/v1', 'CronJob', 'report')] },
+    },
+  ];
+  const files = { [stateFile]: JSON.stringify({ apiVersion: 'v1', kind: 'List', items }) };
+
+  interface Output {
+    violations?: { namespace: string; name: string; rule: string }[];
+    workloads?: { namespace: string; kind: string; name: string; rule: string; pods: number; examplePod: string }[];
+    summary: { byRule: Record<string, number>; byNamespace: { namespace: string; violations: number; passed: number }[] };
+  }
+
+  it('-o json: a summary by namespace with the violations and the pods that passed', async () => {
+    const { code, stdout, stderr } = await audit(['--cluster-state', stateFile, '-o', 'json'], files);
+    assert.equal(stderr, '');
+    assert.equal(code, 1);
+    const output = JSON.parse(stdout) as Output;
+    assert.deepEqual(output.summary.byNamespace, [
+      { namespace: 'infra', violations: 2, passed: 0 },
+      { namespace: 'shared', violations: 10, passed: 1 },
+    ]);
+    assert.equal(output.summary.byRule['missing-default-tolerations'], 6);
+    assert.equal(output.summary.byRule['missing-memory-pressure'], 6);
+  });
+
+  it('--rule keeps only the rules named; a pod breaking none of them passes', async () => {
+    const { code, stdout } = await audit(['--cluster-state', stateFile, '-o', 'json', '--rule', 'missing-memory-pressure'], files);
+    assert.equal(code, 1);
+    const output = JSON.parse(stdout) as Output;
+    assert.deepEqual([...new Set(output.violations?.map((violation) => violation.rule))], ['missing-memory-pressure']);
+    assert.equal(output.violations?.length, 6);
+    const none = await audit(['--cluster-state', stateFile, '-o', 'json', '--rule', 'foreign-node'], files);
+    assert.equal(none.code, 0);
+    assert.deepEqual((JSON.parse(none.stdout) as Output).summary.byNamespace, [
+      { namespace: 'infra', violations: 0, passed: 1 },
+      { namespace: 'shared', violations: 0, passed: 6 },
+    ]);
+  });
+
+  for (const flag of [['-n', 'infra'], ['-ninfra'], ['--namespace', 'infra'], ['--namespace=infra']]) {
+    it(`${flag.join(' ')} audits the pods of that namespace only`, async () => {
+      const { code, stdout } = await audit(['--cluster-state', stateFile, '-o', 'json', ...flag], files);
+      assert.equal(code, 1);
+      const output = JSON.parse(stdout) as Output;
+      assert.deepEqual([...new Set(output.violations?.map((violation) => `${violation.namespace}/${violation.name}`))], ['infra/tool']);
+    });
+  }
+
+  it('-A is every namespace, the default', async () => {
+    const all = await audit(['--cluster-state', stateFile, '-o', 'json', '-A'], files);
+    const plain = await audit(['--cluster-state', stateFile, '-o', 'json'], files);
+    assert.equal(all.stdout, plain.stdout);
+  });
+
+  it('--group-by workload: ReplicaSet to Deployment and Job to CronJob through the owners in the file, with the pod count', async () => {
+    const { code, stdout } = await audit(
+      ['--cluster-state', stateFile, '-o', 'json', '--group-by', 'workload', '--rule', 'missing-memory-pressure'],
+      files,
+    );
+    assert.equal(code, 1);
+    const output = JSON.parse(stdout) as Output;
+    assert.equal(output.violations, undefined);
+    assert.deepEqual(
+      output.workloads?.map(({ namespace, kind, name, pods, examplePod }) => [namespace, kind, name, pods, examplePod]),
+      [
+        ['infra', 'Pod', 'tool', 1, 'tool'],
+        ['shared', 'CronJob', 'report', 1, 'report-28-x'],
+        ['shared', 'Deployment', 'web', 2, 'web-5f6c7-a'],
+        ['shared', 'Pod', 'lonely', 1, 'lonely'],
+        ['shared', 'StatefulSet', 'db', 1, 'db-0'],
+      ],
+    );
+    const table = await audit(['--cluster-state', stateFile, '--group-by', 'workload', '--rule', 'missing-memory-pressure'], files);
+    const lines = table.stdout.split('\n');
+    assert.match(lines[0] ?? '', /^NAMESPACE {3}WORKLOAD {9}PODS {3}RULE {22}MESSAGE$/);
+    assert.match(table.stdout, /\nshared {6}Deployment\/web {3}2 {6}missing-memory-pressure {3}not BestEffort.*\(pod web-5f6c7-a\)\n/);
+    assert.match(table.stdout, /\n6 violations in 5 workloads, of 7 pods audited\.\n$/);
+  });
+
+  it('-o yaml: the PolicyReports the server writes, one per namespace with violations, pass counting the pods that broke no rule', async () => {
+    const { code, stdout } = await audit(['--cluster-state', stateFile, '-o', 'yaml'], files);
+    assert.equal(code, 1);
+    const reports = parseAllDocuments(stdout).map((document) => document.toJS() as Record<string, unknown>);
+    assert.deepEqual(
+      reports.map((report) => [report.apiVersion, report.kind, (report.metadata as { namespace: string }).namespace, report.summary]),
+      [
+        ['wgpolicyk8s.io/v1alpha2', 'PolicyReport', 'infra', { pass: 0, fail: 2, warn: 0, error: 0, skip: 0 }],
+        ['wgpolicyk8s.io/v1alpha2', 'PolicyReport', 'shared', { pass: 1, fail: 10, warn: 0, error: 0, skip: 0 }],
+      ],
+    );
+    for (const report of reports) {
+      assert.deepEqual(report.metadata, {
+        name: 'tolerator-audit',
+        namespace: (report.metadata as { namespace: string }).namespace,
+        labels: { 'app.kubernetes.io/managed-by': 'tolerator', 'app.kubernetes.io/component': 'audit' },
+      });
+    }
+    const clean = await audit(['--cluster-state', stateFile, '-o', 'yaml', '--rule', 'foreign-node'], files);
+    assert.equal(clean.code, 0);
+    assert.equal(clean.stdout, '# no violations in 7 pods audited: no PolicyReport\n');
+  });
+});
+
+describe('the progress line of tolerator audit', () => {
+  it('counts the pods read in place on a terminal, clears itself, and writes nothing to a pipe', () => {
+    let written = '';
+    const terminal = progressLine({ stderr: (text) => (written += text), stderrIsTerminal: true });
+    terminal.page(500);
+    terminal.page(500);
+    terminal.clear();
+    assert.equal(written, '\r\u001b[Ktolerator audit: 500 pods read…\r\u001b[Ktolerator audit: 1000 pods read…\r\u001b[K');
+    written = '';
+    const pipe = progressLine({ stderr: (text) => (written += text), stderrIsTerminal: false });
+    pipe.page(500);
+    pipe.clear();
+    assert.equal(written, '');
   });
 });

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
+import { logFormat } from '../../src/http/log-format.js';
 import { startTenancy } from '../../src/cli/runtime.js';
 import { createMetrics } from '../../src/http/metrics.js';
 
@@ -33,7 +34,7 @@ describe('tenancy policy reload', () => {
     },
   });
   const metrics = createMetrics({ collectProcessMetrics: false });
-  const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), metrics, true);
+  const tenancy = startTenancy(dir, pino({ ...logFormat, level: 'info' }, sink), metrics, true);
   after(() => {
     tenancy.close();
     rmSync(dir, { recursive: true, force: true });
@@ -74,7 +75,7 @@ describe('tenancy policy reload', () => {
     assert.equal(tenancy.healthy(), false);
     const logged = lines.find((line) => line.msg === 'tenancy policies not reloaded; the last good set keeps serving');
     assert.ok(logged !== undefined, 'an error line in the log');
-    assert.equal(logged.level, 50);
+    assert.equal(logged.level, 'error');
     assert.match(JSON.stringify(logged.errors), /broken\.yaml.*TenancyPolicy \\"broken\\": spec\.group: line 1, column \d+/);
   });
 
@@ -105,7 +106,7 @@ describe('a policy directory that would silently mean nothing: kind: TenancyPolc
       },
     });
     const metrics = createMetrics({ collectProcessMetrics: false });
-    const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), metrics, true);
+    const tenancy = startTenancy(dir, pino({ ...logFormat, level: 'info' }, sink), metrics, true);
     try {
       writeFileSync(join(dir, 'label.yaml'), mistypedKind());
       await waitFor(
@@ -196,13 +197,13 @@ describe('tenancy policies that read what tenants write', () => {
       },
     });
     try {
-      const tenancy = startTenancy(dir, pino({ level: 'info' }, sink), undefined, false);
+      const tenancy = startTenancy(dir, pino({ ...logFormat, level: 'info' }, sink), undefined, false);
       assert.deepEqual(
         tenancy.current().policies.map((policy) => policy.name),
         ['pod-label'],
         'the policy still serves',
       );
-      const warning = lines.find((line) => line.level === 40 && line.policy === 'pod-label');
+      const warning = lines.find((line) => line.level === 'warn' && line.policy === 'pod-label');
       assert.ok(warning !== undefined, JSON.stringify(lines));
       assert.match(String(warning.msg), /spec\.exempt reads object\.metadata\.labels, which whoever creates the pod or workload writes/);
     } finally {

@@ -13,7 +13,7 @@ import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
 import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from 'kubernetes-models/admissionregistration.k8s.io/v1';
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
-import { ClusterRole, ClusterRoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
+import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
 import { ConfigMap, Namespace, ResourceQuota, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Certificate, Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
@@ -73,6 +73,8 @@ const MODELS: Readonly<Record<string, Model>> = {
   ServiceAccount,
   ClusterRole,
   ClusterRoleBinding,
+  Role,
+  RoleBinding,
   ConfigMap,
   ResourceQuota,
   Service,
@@ -236,6 +238,7 @@ describe('helm template with every option', { skip: skipHelm }, () => {
       '--client-ca-file=/etc/tolerator/client-ca/ca.crt',
       '--log-level=debug',
       '--audit-interval=1h30m',
+      '--audit-lease=tolerator-system/tolerator-audit',
       '--default-not-ready-toleration-seconds=120',
     ]);
     // 5 s drain + 10 s (validating.timeoutSeconds) + 5 s margin.
@@ -685,7 +688,7 @@ describe('the chart’s default render agrees with kubectl kustomize deploy/', {
     assert.deepEqual(serverContract(template(['--set', 'clientCA.enabled=true'])), serverContract(overlay));
   });
 
-  it('with audit on, on the arguments and the ClusterRole deploy/overlays/audit gives', () => {
+  it('with audit on, on the arguments, the ClusterRole and the Lease Role deploy/overlays/audit gives', () => {
     const overlay = renderKustomize(join(ROOT, 'deploy', 'overlays', 'audit'));
     const withAudit = template(['--set', 'audit.enabled=true']);
     assert.deepEqual(serverContract(withAudit), serverContract(overlay));
@@ -696,8 +699,17 @@ describe('the chart’s default render agrees with kubectl kustomize deploy/', {
         kind,
       );
     }
+    for (const kind of ['Role', 'RoleBinding'] as const) {
+      const chartObject = find(withAudit, kind, 'tolerator-audit-lease');
+      assert.deepEqual(
+        pick(chartObject, ['rules', 'roleRef', 'subjects']),
+        pick(find(overlay, kind, 'tolerator-audit-lease'), ['rules', 'roleRef', 'subjects']),
+        kind,
+      );
+      assert.equal(chartObject.metadata.namespace, NAMESPACE, `${kind} in the release's namespace`);
+    }
     assert.equal(
-      template([]).some((object) => object.metadata.name === 'tolerator-audit'),
+      template([]).some((object) => object.metadata.name.startsWith('tolerator-audit')),
       false,
       'off by default',
     );

@@ -775,11 +775,27 @@ describe('overlays/audit', () => {
   const dir = join(ROOT, 'deploy', 'overlays', 'audit');
   const overlay = render(dir);
 
-  it('adds --audit-interval to the server args once; the base leaves the audit off', (t) => {
+  it('adds --audit-interval and --audit-lease to the server args once; the base leaves the audit off', (t) => {
     t.diagnostic(`overlay rendered from ${overlay.source}`);
     const audited = one(overlay.docs, Deployment.is, 'tolerator');
-    assert.deepEqual(serverContainer(audited).args, [...args, '--audit-interval=1h']);
+    assert.deepEqual(serverContainer(audited).args, [...args, '--audit-interval=1h', '--audit-lease=tolerator-system/tolerator-audit']);
     assert.equal(flagValue(args, '--audit-interval'), undefined);
+  });
+
+  it('grants get and update on the audit Lease by name, and create on leases, in its own namespace only', () => {
+    const role = overlay.docs.find((d) => d.kind === 'Role' && d.metadata.name === 'tolerator-audit-lease') as
+      (KubeObject & { rules: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[] }) | undefined;
+    assert.ok(role !== undefined, 'a Role tolerator-audit-lease');
+    assert.equal(role.metadata.namespace, NAMESPACE);
+    assert.deepEqual(role.rules, [
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], resourceNames: ['tolerator-audit'], verbs: ['get', 'update'] },
+      { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['create'] },
+    ]);
+    const binding = overlay.docs.find((d) => d.kind === 'RoleBinding' && d.metadata.name === 'tolerator-audit-lease') as
+      (KubeObject & { roleRef: unknown; subjects: unknown }) | undefined;
+    assert.deepEqual(binding?.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'tolerator-audit-lease' });
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: podSpec(deployment).serviceAccountName, namespace: NAMESPACE }]);
+    assert.ok(!docs.some((d) => d.kind === 'Role' && d.metadata.name === 'tolerator-audit-lease'), 'the base has no Lease grant');
   });
 
   it("grants exactly list on pods and writing the reports, bound to the server's ServiceAccount", () => {

@@ -19,6 +19,37 @@ const skipPromtool = skipWithout('promtool');
 // name here that tolerator exports is fine, a name neither here nor exported fails.
 const METRICS_ADDED_ELSEWHERE = new Set<string>();
 
+/**
+ * The API server's admission metrics the tolerator-apiserver group reads, as kube-apiserver 1.35
+ * exports them (k8s.io/apiserver/pkg/admission/metrics/metrics.go: namespace apiserver, subsystem
+ * admission) with their labels. Only that group may read them.
+ */
+const API_SERVER_METRICS: ReadonlyMap<string, readonly string[]> = new Map([
+  ['apiserver_admission_webhook_rejection_count', ['name', 'type', 'operation', 'error_type', 'rejection_code']],
+  ['apiserver_admission_webhook_fail_open_count', ['name', 'type']],
+  ['apiserver_admission_webhook_admission_duration_seconds_bucket', ['name', 'type', 'operation', 'rejected', 'le']],
+  ['apiserver_admission_webhook_admission_duration_seconds_count', ['name', 'type', 'operation', 'rejected']],
+]);
+const API_SERVER_GROUP = 'tolerator-apiserver';
+
+const RUNBOOKS = join(ROOT, 'docs', 'runbooks.md');
+const RUNBOOK_BASE = 'https://github.com/tolerator/tolerator/blob/main/docs/runbooks.md';
+
+/** The anchors GitHub gives a Markdown file's headings: lower case, punctuation dropped, spaces as hyphens. */
+function headingAnchors(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const match of markdown.matchAll(/^#{1,6} +(.+)$/gm)) {
+    anchors.add(
+      match[1]!
+        .trim()
+        .toLowerCase()
+        .replace(/[^a-z0-9 _-]/g, '')
+        .replaceAll(' ', '-'),
+    );
+  }
+  return anchors;
+}
+
 function promtool(args: readonly string[], cwd: string): { status: number | null; output: string } {
   const run = spawnSync('promtool', args, { cwd, encoding: 'utf8' });
   return { status: run.status, output: `${run.stdout}${run.stderr}` };
@@ -106,7 +137,49 @@ describe('the shipped alerts', () => {
       'ToleratorSlowReviews',
       'ToleratorTargetDown',
       'ToleratorUndecidedReviews',
+      'ToleratorWebhookCallsFailing',
+      'ToleratorWebhookFailingOpen',
+      'ToleratorWebhookSlowAsSeenByApiServer',
     ]);
+  });
+
+  it('each have a runbook_url pointing to a section of docs/runbooks.md that exists', () => {
+    const anchors = headingAnchors(readFileSync(RUNBOOKS, 'utf8'));
+    const rules = shippedRuleGroups().groups.flatMap((group) => group.rules.filter((rule) => typeof rule.alert === 'string'));
+    assert.equal(rules.length, alerts.length);
+    for (const rule of rules) {
+      const url = (rule.annotations as Record<string, string> | undefined)?.runbook_url ?? '';
+      const [base, anchor] = url.split('#');
+      assert.equal(base, RUNBOOK_BASE, `${String(rule.alert)}: runbook_url ${JSON.stringify(url)}`);
+      assert.ok(anchor !== undefined && anchors.has(anchor), `${String(rule.alert)}: docs/runbooks.md has no section #${anchor}`);
+      assert.equal(anchor, String(rule.alert).toLowerCase(), `${String(rule.alert)}: its section is the one named after it`);
+    }
+  });
+
+  it('read the API server’s admission metrics by the names and labels kube-apiserver 1.35 exports, only in their group', () => {
+    let read = 0;
+    for (const group of shippedRuleGroups().groups) {
+      for (const rule of group.rules) {
+        const expression = String(rule.expr);
+        for (const name of metricNames(expression).filter((metric) => metric.startsWith('apiserver_'))) {
+          assert.equal(group.name, API_SERVER_GROUP, `${name} read outside ${API_SERVER_GROUP}`);
+          const labels = API_SERVER_METRICS.get(name);
+          assert.ok(labels !== undefined, `${name} is not one of the API server's admission metrics`);
+          read += 1;
+          const selector = new RegExp(`${name}\\{([^}]*)\\}`).exec(expression)?.[1] ?? '';
+          for (const [, label] of selector.matchAll(/([a-z_]+)\s*(?:=~|!=|!~|=)/g)) {
+            assert.ok(labels.includes(label!), `${name} has no label ${label}`);
+          }
+          // Only tolerator's two webhooks: another webhook's failures are not tolerator's.
+          assert.ok(
+            selector.includes(String.raw`name=~"(mutate|validate)\\.tolerator\\.dev"`),
+            `${name} is not limited to tolerator's webhooks`,
+          );
+        }
+      }
+    }
+    assert.equal(read, 4);
+    assert.ok(shippedRuleGroups().groups.some((group) => group.name === API_SERVER_GROUP));
   });
 
   it('read only metrics tolerator exports', async () => {
@@ -114,6 +187,7 @@ describe('the shipped alerts', () => {
     const expressions = shippedRuleGroups().groups.flatMap((group) => group.rules.map((rule) => String(rule.expr)));
     for (const expression of [...expressions, ...dashboardExpressions]) {
       for (const name of metricNames(expression)) {
+        if (API_SERVER_METRICS.has(name)) continue; // the test above holds these
         assert.ok(exported.has(name) || METRICS_ADDED_ELSEWHERE.has(name), `${name} (in ${expression}) is not a metric tolerator exports`);
       }
     }

@@ -22,7 +22,7 @@ const generated = [/^tools\/controlplane\/[^/]+\/bin(\.partial)?(\/|$)/];
  * suite). A path that exists must leave this list (the last test fails until it does), so it
  * only ever shrinks.
  */
-const pathsBeingWritten = ['docs/runbooks.md'];
+const pathsBeingWritten: readonly string[] = [];
 const beingWritten = (path: string): boolean => pathsBeingWritten.some((pending) => path === pending || path.startsWith(`${pending}/`));
 
 const pages = [

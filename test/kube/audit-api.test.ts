@@ -418,5 +418,65 @@ describe('the audit against an API server', () => {
         await local.close();
       }
     });
+
+    it('pause(): another replica holds the audit Lease, so this one clears its audit series and a run that ends publishes nothing', async () => {
+      const metrics = createMetrics({ collectProcessMetrics: false });
+      const periodic = periodicAudit({ request: createApiRequest(fake.kubeConfig()), metrics });
+      assert.equal(await periodic.runOnce(), 'completed');
+      assert.match(await metrics.registry.getSingleMetricAsString('tolerator_audit_violations'), /tolerator_audit_violations\{/);
+      periodic.pause();
+      assert.doesNotMatch(await metrics.registry.getSingleMetricAsString('tolerator_audit_violations'), /tolerator_audit_violations\{/);
+      assert.equal(await periodic.runOnce(), 'failed');
+      assert.doesNotMatch(await metrics.registry.getSingleMetricAsString('tolerator_audit_violations'), /tolerator_audit_violations\{/);
+      assert.match(await metrics.registry.metrics(), /tolerator_audit_runs_total\{result="completed"\} 1/);
+      await periodic.stop();
+    });
+  });
+
+  it("tolerator audit -n NS asks the API server for that namespace's pods only", async () => {
+    const { code, stdout } = await audit(['--kubeconfig', kubeconfig, '--policies', policiesDir, '-o', 'json', '-n', 'shared'], {});
+    assert.ok(code === 0 || code === 1);
+    assert.deepEqual(fake.namespacedPodLists.slice(-1), ['shared']);
+    const output = JSON.parse(stdout) as { violations: { namespace: string }[] };
+    assert.ok(output.violations.every((violation) => violation.namespace === 'shared'));
+  });
+
+  it('tolerator audit --group-by workload reads each owning ReplicaSet once, and follows it to its Deployment', async () => {
+    const owned = (name: string): KubeObject => ({
+      ...storedPod({ namespace: 'shared', name, tolerations: [] }),
+      metadata: {
+        name,
+        namespace: 'shared',
+        uid: `uid-${name}`,
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'web-5f6c7', uid: 'uid-rs', controller: true }],
+      },
+    });
+    fake.putPod(owned('web-5f6c7-a'));
+    fake.putPod(owned('web-5f6c7-b'));
+    fake.putOwned({
+      apiVersion: 'apps/v1',
+      kind: 'ReplicaSet',
+      metadata: {
+        name: 'web-5f6c7',
+        namespace: 'shared',
+        ownerReferences: [{ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web', uid: 'uid-d', controller: true }],
+      },
+    });
+    try {
+      const reads = fake.ownerReads.length;
+      const { code, stdout } = await audit(
+        ['--kubeconfig', kubeconfig, '--policies', policiesDir, '-o', 'json', '--group-by', 'workload', '-n', 'shared'],
+        {},
+      );
+      assert.equal(code, 1);
+      const output = JSON.parse(stdout) as { workloads: { kind: string; name: string; pods: number; rule: string }[] };
+      const web = output.workloads.filter((row) => row.kind === 'Deployment' && row.name === 'web');
+      assert.ok(web.length > 0);
+      assert.ok(web.every((row) => row.pods === 2));
+      assert.deepEqual(fake.ownerReads.slice(reads), ['/apis/apps/v1/namespaces/shared/replicasets/web-5f6c7']);
+    } finally {
+      fake.deletePod('shared', 'web-5f6c7-a');
+      fake.deletePod('shared', 'web-5f6c7-b');
+    }
   });
 });

@@ -107,7 +107,7 @@ describe('parseClusterState', () => {
   });
 
   it('reads an empty file as an empty cluster', () => {
-    assert.deepEqual(parseClusterState('', 'empty.yaml'), { namespaces: [], nodes: [], pods: [], warnings: [] });
+    assert.deepEqual(parseClusterState('', 'empty.yaml'), { namespaces: [], nodes: [], pods: [], controllers: new Map(), warnings: [] });
   });
 
   it('skips Pods with a warning unless asked to read them (tolerator audit)', () => {

@@ -116,6 +116,8 @@ export class FakeApiServer {
   private metricsToken: string | undefined;
   /** Every pod list request's query: `limit` and `continue` as sent. */
   readonly podListRequests: { limit: string | null; continue: string | null }[] = [];
+  /** The namespace of every pod list of one namespace (`/api/v1/namespaces/NS/pods`). */
+  readonly namespacedPodLists: string[] = [];
   /** Every request to the report API: method and path. */
   readonly reportRequests: { method: string; path: string }[] = [];
   readonly reports = new Map<string, StoredReport>();
@@ -355,7 +357,7 @@ export class FakeApiServer {
     else sendJson(res, 200, answer.info);
   }
 
-  private listPods(url: URL, res: ServerResponse): void {
+  private listPods(url: URL, res: ServerResponse, namespace?: string): void {
     const limit = url.searchParams.get('limit');
     const token = url.searchParams.get('continue');
     this.podListRequests.push({ limit, continue: token });
@@ -377,7 +379,8 @@ export class FakeApiServer {
         ? { rv: this.resourceVersion, after: '' }
         : (JSON.parse(Buffer.from(token, 'base64').toString('utf8')) as ContinueToken);
     this.sortedPodKeys ??= [...this.pods.keys()].sort();
-    const sorted = this.sortedPodKeys;
+    const sorted = namespace === undefined ? this.sortedPodKeys : this.sortedPodKeys.filter((key) => key.startsWith(`${namespace}/`));
+    if (namespace !== undefined) this.namespacedPodLists.push(namespace);
     // The first key after the token's: a binary search, so each page costs its own size.
     let low = 0;
     let high = sorted.length;
@@ -563,6 +566,72 @@ export class FakeApiServer {
     return { sent, abandoned };
   }
 
+  /** Objects served at their own path (ReplicaSets, Jobs: `GET /apis/apps/v1/namespaces/NS/replicasets/NAME`). */
+  readonly objects = new Map<string, KubeObject>();
+  /** Every GET of a ReplicaSet or Job, by path. */
+  readonly ownerReads: string[] = [];
+  /** Stores an apps/v1 ReplicaSet or batch/v1 Job at its path. */
+  putOwned(object: KubeObject & { metadata: { namespace: string } }): void {
+    const resource = object.kind === 'ReplicaSet' ? 'apps/v1/namespaces/%/replicasets' : 'batch/v1/namespaces/%/jobs';
+    this.objects.set(`/apis/${resource.replace('%', object.metadata.namespace)}/${object.metadata.name}`, object);
+  }
+
+  /** Leases by `namespace/name`, as coordination.k8s.io/v1 stores them (resourceVersion checked on update). */
+  readonly leases = new Map<string, KubeObject>();
+  /** Every request to the Lease API: method, path and the holder a write carried. */
+  readonly leaseRequests: { method: string; path: string; holder?: string }[] = [];
+  private leaseFailure: number | undefined;
+  /** Every Lease request is answered with this status (a Status body) until set back to undefined. */
+  failLeases(code: number | undefined): void {
+    this.leaseFailure = code;
+  }
+
+  private async handleLeases(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+    const method = req.method ?? 'GET';
+    const match = /^\/apis\/coordination\.k8s\.io\/v1\/namespaces\/([^/]+)\/leases(?:\/([^/]+))?$/.exec(url.pathname);
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const body = chunks.length === 0 ? undefined : (JSON.parse(Buffer.concat(chunks).toString('utf8')) as KubeObject);
+    const holder = (body?.spec as { holderIdentity?: string } | undefined)?.holderIdentity;
+    this.leaseRequests.push({ method, path: url.pathname, ...(holder === undefined ? {} : { holder }) });
+    if (this.leaseFailure !== undefined) {
+      sendJson(res, this.leaseFailure, status(this.leaseFailure, 'InternalError', 'leases unavailable'));
+      return;
+    }
+    if (match === null) {
+      sendJson(res, 404, status(404, 'NotFound', 'no such path'));
+      return;
+    }
+    const namespace = decodeURIComponent(match[1] ?? '');
+    const name = match[2] === undefined ? body?.metadata.name : decodeURIComponent(match[2]);
+    const key = `${namespace}/${name ?? ''}`;
+    const existing = this.leases.get(key);
+    const store = (code: number): void => {
+      this.resourceVersion += 1;
+      const stored = { ...body, metadata: { ...body!.metadata, namespace, resourceVersion: String(this.resourceVersion) } } as KubeObject;
+      this.leases.set(key, stored);
+      sendJson(res, code, stored);
+    };
+    if (method === 'GET' && match[2] !== undefined) {
+      if (existing === undefined) sendJson(res, 404, status(404, 'NotFound', `leases "${name ?? ''}" not found`));
+      else sendJson(res, 200, existing);
+    } else if (method === 'POST' && match[2] === undefined && body !== undefined) {
+      if (existing !== undefined) sendJson(res, 409, status(409, 'AlreadyExists', `leases "${name ?? ''}" already exists`));
+      else store(201);
+    } else if (method === 'PUT' && body !== undefined) {
+      if (existing === undefined) sendJson(res, 404, status(404, 'NotFound', `leases "${name ?? ''}" not found`));
+      else if (body.metadata.resourceVersion !== existing.metadata.resourceVersion) {
+        sendJson(
+          res,
+          409,
+          status(409, 'Conflict', 'the object has been modified; please apply your changes to the latest version and try again'),
+        );
+      } else store(200);
+    } else {
+      sendJson(res, 405, status(405, 'MethodNotAllowed', method));
+    }
+  }
+
   /** Serves the report API of `group/version` (discovery lists `resource`), as an installed CRD would. */
   installReportCrd(group: string, version: string, resource: string): void {
     this.reportApi = { group, version, resource };
@@ -580,8 +649,25 @@ export class FakeApiServer {
       this.listPods(url, res);
       return;
     }
+    if (url.pathname.startsWith('/apis/coordination.k8s.io/v1/')) {
+      await this.handleLeases(req, url, res);
+      return;
+    }
+    const owned = /^\/apis\/(apps\/v1|batch\/v1)\/namespaces\/([^/]+)\/(replicasets|jobs)\/([^/]+)$/.exec(url.pathname);
+    if (owned !== null && req.method === 'GET') {
+      this.ownerReads.push(url.pathname);
+      const object = this.objects.get(url.pathname);
+      if (object === undefined) sendJson(res, 404, status(404, 'NotFound', `${url.pathname} not found`));
+      else sendJson(res, 200, object);
+      return;
+    }
     if (url.pathname.startsWith('/apis/')) {
       await this.handleReports(req, url, res);
+      return;
+    }
+    const namespacedPods = /^\/api\/v1\/namespaces\/([^/]+)\/pods$/.exec(url.pathname);
+    if (namespacedPods !== null && req.method === 'GET') {
+      this.listPods(url, res, decodeURIComponent(namespacedPods[1] ?? ''));
       return;
     }
     const match = /^\/api\/v1\/(namespaces|nodes)(?:\/([^/]+))?$/.exec(url.pathname);
