@@ -28,6 +28,7 @@ import {
 } from './cli/options.js';
 import type { Command, CommandIo } from './cli/command.js';
 import { auditCommand, exclusionFlags, readExclusion } from './cli/audit.js';
+import { checkCommand } from './cli/check.js';
 import { createPeriodicAudit, parseAuditInterval, type PeriodicAudit } from './cli/periodic-audit.js';
 import { explainCommand } from './cli/explain.js';
 import { reviewCommand } from './cli/review.js';
@@ -121,6 +122,7 @@ const offlineCommands: ReadonlyMap<string, Command> = new Map([
   ['simulate', simulateCommand],
   ['test', testCommand],
   ['audit', auditCommand],
+  ['check', checkCommand],
 ]);
 
 const commands = `Usage: tolerator <command> [flags]
@@ -132,6 +134,7 @@ Commands:
   simulate  on which nodes pods may schedule, are avoided, or get evicted (--nodes FILE MANIFEST... [-o json])
   test      run a directory of *.test.yaml admission cases, as a CI step; non-zero exit on failure
   audit     every existing pod that breaks a rule, from the cluster or --cluster-state FILE (table or -o json); exit 1 when any does
+  check     verify the install on a cluster: webhooks, endpoints, certificate, defaults, tenancy, gates, policies; exit 1 when a check fails
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
