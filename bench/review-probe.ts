@@ -3,7 +3,9 @@
  * (over its body limit, src/http/app.ts): what the review costs once its bytes are in hand, with
  * the built code (dist/) and the same cluster state and policies as the server would have.
  *
- *   node --expose-gc --import tsx bench/review-probe.ts <body file> </mutate|/validate> <cluster state> <policies> <sends>
+ *   node --expose-gc --import tsx bench/review-probe.ts <body file> </mutate|/validate> <cluster state> <policies> <sends> [build]
+ *
+ * `build` is the directory of the compiled code, dist by default: another build's, to compare two.
  *
  * After a warm-up (the realistic mix, as bench/worst.ts sends the server), each send decodes and
  * parses the body, runs the pipeline of its webhook and serialises the answer, timed from the
@@ -17,14 +19,14 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { GCProfiler, getHeapStatistics } from 'node:v8';
 import { mixPayloads } from './payloads.js';
 
-const [bodyFile, path, clusterStateFile, policiesDir, sendsText] = process.argv.slice(2);
+const [bodyFile, path, clusterStateFile, policiesDir, sendsText, build = 'dist'] = process.argv.slice(2);
 if (bodyFile === undefined || (path !== '/mutate' && path !== '/validate') || clusterStateFile === undefined || policiesDir === undefined) {
   throw new Error('usage: review-probe.ts <body file> </mutate|/validate> <cluster state> <policies> <sends>');
 }
 const collect = (globalThis as { gc?: () => void }).gc;
 if (collect === undefined) throw new Error('review-probe.ts needs node --expose-gc');
 
-const dist = new URL('../dist/', import.meta.url);
+const dist = new URL(`../${build}/`, import.meta.url);
 interface Built {
   parseFlags: (args: readonly string[], flags: unknown) => unknown;
   admissionFlags: unknown;

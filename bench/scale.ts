@@ -23,6 +23,7 @@ import { FakeApiServer, type KubeObject } from '../test/kube/fake-api-server.js'
 import { heartbeatNode, storedNamespace, storedNode } from '../test/support/realistic-objects.js';
 import type { LoadGenerator } from './load-client.js';
 import { clusterObjects, type Payload } from './payloads.js';
+import { createMemoryCgroup, deploymentMemoryLimitBytes, type MemoryCgroup } from './memory-cgroup.js';
 import { checkAnswer, peakResidentBytes, residentBytes, startServer, type Certificate } from './servers.js';
 
 export const scaleBegin = '<!-- scale: written by `npm run bench -- --only scale` -->';
@@ -32,21 +33,28 @@ export const scaleEnd = '<!-- /scale -->';
 export const scaleTargetMib = 160;
 
 /**
- * The last row runs the largest cluster again with V8's young generation capped at 8 MiB a
- * semi-space (Node.js 20 lets it grow to 16 MiB): what is left above the cache is mostly that
- * space, grown by the list's allocations and by reviews, which this shows by how much.
+ * Each size runs in a memory cgroup of the Deployment's limit (bench/memory-cgroup.ts: Node.js
+ * sizes V8's heap, young generation included, from that limit, so this is the RSS a replica has),
+ * and the largest again with the machine's memory and then with V8's semi-space capped at 8 MiB:
+ * what the same process costs where nothing limits it, and by how much the young generation
+ * (grown to 16 MiB a semi-space by the list's allocations there) accounts for the difference.
  */
-const sizes: readonly { nodes: number; namespaces: number; nodeFlags?: readonly string[] }[] = [
-  { nodes: 5, namespaces: 10 },
-  { nodes: 500, namespaces: 1_000 },
-  { nodes: 5_000, namespaces: 10_000 },
-  { nodes: 5_000, namespaces: 10_000, nodeFlags: ['--max-semi-space-size=8'] },
+const sizes: readonly { nodes: number; namespaces: number; confined: boolean; nodeFlags?: readonly string[] }[] = [
+  { nodes: 5, namespaces: 10, confined: true },
+  { nodes: 500, namespaces: 1_000, confined: true },
+  { nodes: 5_000, namespaces: 10_000, confined: true },
+  { nodes: 5, namespaces: 10, confined: false },
+  { nodes: 5_000, namespaces: 10_000, confined: false },
+  { nodes: 5_000, namespaces: 10_000, confined: false, nodeFlags: ['--max-semi-space-size=8'] },
 ];
 
 export interface ScaleRow {
   readonly nodes: number;
   readonly namespaces: number;
   readonly nodeFlags: readonly string[];
+  /** The memory cgroup the server ran in (`cgroup v1 memory.limit_in_bytes 512 MiB`), or why none. */
+  readonly memory: string;
+  readonly confined: boolean;
   /** The JSON of every Node and every Namespace, as one unpaged list of each would send it. */
   readonly listMib: number;
   readonly startupSeconds: number;
@@ -67,9 +75,15 @@ export interface ScaleContext {
   readonly note: (text: string) => void;
 }
 
+/** A fresh cgroup per server (its peak, memory.max_usage_in_bytes, is the server's alone), removed after. */
+function cgroupFor(context: ScaleContext, size: (typeof sizes)[number], index: number): MemoryCgroup | { reason: string } {
+  if (!size.confined) return { reason: "the machine's memory" };
+  return createMemoryCgroup(`tolerator-bench-${process.pid}-${index}`, deploymentMemoryLimitBytes(context.root));
+}
+
 const mib = (bytes: number): number => bytes / 1024 / 1024;
 
-async function measureSize(context: ScaleContext, size: (typeof sizes)[number]): Promise<ScaleRow> {
+async function measureSize(context: ScaleContext, size: (typeof sizes)[number], index: number): Promise<ScaleRow> {
   const { namespaces, nodes } = clusterObjects(size.namespaces, size.nodes);
   const storedNodes = nodes.map((node, i) => storedNode(node as KubeObject, i));
   const fake = await FakeApiServer.start();
@@ -84,7 +98,7 @@ async function measureSize(context: ScaleContext, size: (typeof sizes)[number]):
         (sum, namespace, i) => sum + Buffer.byteLength(JSON.stringify(storedNamespace(namespace as KubeObject, i))),
         0,
       );
-    const kubeconfig = join(context.dir, `kubeconfig-scale-${size.nodes}-${(size.nodeFlags ?? []).length}.json`);
+    const kubeconfig = join(context.dir, `kubeconfig-scale-${index}.json`);
     writeFileSync(
       kubeconfig,
       JSON.stringify({
@@ -99,6 +113,10 @@ async function measureSize(context: ScaleContext, size: (typeof sizes)[number]):
     context.note(
       `scale: ${size.nodes} nodes, ${size.namespaces} namespaces (${mib(listBytes).toFixed(0)} MiB of JSON)${size.nodeFlags === undefined ? '' : `, node ${size.nodeFlags.join(' ')}`}`,
     );
+    const cgroup = cgroupFor(context, size, index);
+    const memoryCgroup = 'procsFile' in cgroup ? cgroup : undefined;
+    const memory = 'procsFile' in cgroup ? cgroup.description : size.confined ? `no cgroup (${cgroup.reason})` : cgroup.reason;
+    context.note(`scale: memory: ${memory}`);
     const server = await startServer(
       {
         label: `${size.nodes} nodes, ${size.namespaces} namespaces`,
@@ -107,9 +125,13 @@ async function measureSize(context: ScaleContext, size: (typeof sizes)[number]):
         policiesDir: join(context.root, 'policies'),
         kubeconfig,
         nodeFlags: size.nodeFlags ?? [],
+        ...(memoryCgroup === undefined ? {} : { memoryCgroup }),
       },
       context.certificate,
-    );
+    ).catch((error: unknown) => {
+      memoryCgroup?.remove();
+      throw error;
+    });
     try {
       const rssAtStart = residentBytes(server.pid);
       for (const payload of context.mix) await checkAnswer(server, payload, context.certificate);
@@ -140,6 +162,8 @@ async function measureSize(context: ScaleContext, size: (typeof sizes)[number]):
         nodes: size.nodes,
         namespaces: size.namespaces,
         nodeFlags: size.nodeFlags ?? [],
+        memory,
+        confined: memoryCgroup !== undefined,
         listMib: mib(listBytes),
         startupSeconds: server.startupMs / 1000,
         rssAtStartMib: mib(rssAtStart),
@@ -150,28 +174,38 @@ async function measureSize(context: ScaleContext, size: (typeof sizes)[number]):
       };
     } finally {
       await server.stop();
+      memoryCgroup?.remove();
     }
   } finally {
     await fake.close();
   }
 }
 
-/** The row the target is read from: the largest cluster with Node.js's own settings. */
+/**
+ * The row the target is read from: the largest cluster as a replica runs it — in the Deployment's
+ * memory limit where the bench could make the cgroup, Node.js's own settings.
+ */
 export function targetRow(rows: readonly ScaleRow[]): ScaleRow | undefined {
-  return rows.filter((row) => row.nodeFlags.length === 0).at(-1);
+  const asDeployed = rows.filter((row) => row.nodeFlags.length === 0 && row.confined);
+  return (asDeployed.length > 0 ? asDeployed : rows.filter((row) => row.nodeFlags.length === 0)).at(-1);
+}
+
+/** The floor of a row: the smallest cluster measured with the same memory. */
+function floorOf(rows: readonly ScaleRow[], row: ScaleRow): ScaleRow | undefined {
+  return rows.find((candidate) => candidate.confined === row.confined && candidate.nodeFlags.length === 0);
 }
 
 /** The rows of the section, smallest cluster (the floor) first. */
 export async function measureScale(context: ScaleContext): Promise<ScaleRow[]> {
   const rows: ScaleRow[] = [];
-  for (const size of sizes) rows.push(await measureSize(context, size));
+  for (const [index, size] of sizes.entries()) rows.push(await measureSize(context, size, index));
   return rows;
 }
 
 /** The section's lines, between its markers; `header` (date, machine) goes after the title. */
 export function scaleSection(rows: readonly ScaleRow[], header: readonly string[]): string[] {
-  const floor = rows[0];
   const largest = targetRow(rows);
+  const floor = largest === undefined ? rows[0] : floorOf(rows, largest);
   const format = (n: number): string => n.toFixed(1);
   return [
     scaleBegin,
@@ -179,18 +213,18 @@ export function scaleSection(rows: readonly ScaleRow[], header: readonly string[
     '',
     ...header,
     '',
-    `\`tolerator serve --kubeconfig\` (informers, the shipped policies, log warn) against a fake API server in the bench process whose Nodes and Namespaces look like a cloud cluster's (test/support/realistic-objects.ts: a Node ≈ 19 KB of JSON with 50 \`status.images\`, managedFields, conditions and addresses; a Namespace ≈ 0.6 KB). RSS (VmRSS) when /readyz first answers 200 (both caches synced); then the mix at 16 connections while every Node gets one kubelet status update through the watch, and RSS after it; the peak is VmHWM over the server's whole life, the initial lists included — what the container's memory limit counts. The first row is the floor: the same server with only the mix's 10 namespaces and 5 nodes. Other work shares both cores: startup times are noisy, RSS much less so.`,
+    `\`tolerator serve --kubeconfig\` (informers, the shipped policies, log warn) against a fake API server in the bench process whose Nodes and Namespaces look like a cloud cluster's (test/support/realistic-objects.ts: a Node ≈ 19 KB of JSON with 50 \`status.images\`, managedFields, conditions and addresses; a Namespace ≈ 0.6 KB). RSS (VmRSS) when /readyz first answers 200 (both caches synced); then the mix at 16 connections while every Node gets one kubelet status update through the watch, and RSS after it; the peak is VmHWM over the server's whole life, the initial lists included — what the container's memory limit counts. Each group's first row is its floor: the same server with only the mix's 10 namespaces and 5 nodes. "memory": the rows marked with the Deployment's limit ran in a memory cgroup of that size (deploy/base/deployment.yaml), as a replica does — Node.js sizes V8's heap and its young generation from the limit (a 259 MiB heap limit and 2 MiB of new space in 512 MiB, against 4 GiB and up to 32 MiB with this machine's 24 GiB), so only those rows are the RSS a replica has; the others show the same process where nothing limits it. Other work shares both cores: startup times are noisy, RSS much less so.`,
     '',
-    '| nodes | namespaces | node flags | list JSON MiB | start to ready s | RSS at start MiB | RSS after load MiB | peak RSS MiB | peak above floor MiB | reviews | node updates |',
-    '| ---: | ---: | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
+    '| nodes | namespaces | memory | node flags | list JSON MiB | start to ready s | RSS at start MiB | RSS after load MiB | peak RSS MiB | peak above floor MiB | reviews | node updates |',
+    '| ---: | ---: | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |',
     ...rows.map(
       (row) =>
-        `| ${row.nodes.toLocaleString('en-US')} | ${row.namespaces.toLocaleString('en-US')} | ${row.nodeFlags.length === 0 ? '' : `\`${row.nodeFlags.join(' ')}\``} | ${format(row.listMib)} | ${row.startupSeconds.toFixed(2)} | ${format(row.rssAtStartMib)} | ${format(row.rssAfterLoadMib)} | ${format(row.peakMib)} | ${format(row.peakMib - (floor?.peakMib ?? 0))} | ${row.requests.toLocaleString('en-US')} | ${row.nodeUpdates.toLocaleString('en-US')} |`,
+        `| ${row.nodes.toLocaleString('en-US')} | ${row.namespaces.toLocaleString('en-US')} | ${row.memory} | ${row.nodeFlags.length === 0 ? '' : `\`${row.nodeFlags.join(' ')}\``} | ${format(row.listMib)} | ${row.startupSeconds.toFixed(2)} | ${format(row.rssAtStartMib)} | ${format(row.rssAfterLoadMib)} | ${format(row.peakMib)} | ${format(row.peakMib - (floorOf(rows, row)?.peakMib ?? 0))} | ${row.requests.toLocaleString('en-US')} | ${row.nodeUpdates.toLocaleString('en-US')} |`,
     ),
     '',
     largest === undefined
       ? ''
-      : `Target: RSS at start under ${scaleTargetMib} MiB with ${largest.nodes.toLocaleString('en-US')} nodes and ${largest.namespaces.toLocaleString('en-US')} namespaces (Node.js's own settings): ${format(largest.rssAtStartMib)} MiB (${largest.rssAtStartMib < scaleTargetMib ? 'met' : '**not met**'}); its peak, load included, ${format(largest.peakMib)} MiB against the floor's ${format(floor?.peakMib ?? 0)} MiB.`,
+      : `Target: RSS at start under ${scaleTargetMib} MiB with ${largest.nodes.toLocaleString('en-US')} nodes and ${largest.namespaces.toLocaleString('en-US')} namespaces (${largest.confined ? "in the Deployment's memory limit" : "**outside the Deployment's memory limit: the bench could not make a cgroup**"}, Node.js's own settings): ${format(largest.rssAtStartMib)} MiB (${largest.rssAtStartMib < scaleTargetMib ? 'met' : '**not met**'}); its peak, load included, ${format(largest.peakMib)} MiB against the floor's ${format(floor?.peakMib ?? 0)} MiB.`,
     '',
     scaleEnd,
   ];

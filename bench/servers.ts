@@ -10,6 +10,7 @@ import { request } from 'node:https';
 import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Payload } from './payloads.js';
+import { inCgroup, type MemoryCgroup } from './memory-cgroup.js';
 
 export const serverCore = '0';
 export const loadCore = '1';
@@ -43,6 +44,8 @@ export interface ServerSpec {
    * 'all': no pinning, for what a server does with every core the machine has (bench/starvation.ts).
    */
   readonly cores?: string;
+  /** Run the server inside this memory cgroup (bench/memory-cgroup.ts): the Deployment's limit. */
+  readonly memoryCgroup?: MemoryCgroup;
   /** The entry point a tolerator server runs, from the repository's root: dist/main.js, or another build's to compare two in one run. */
   readonly main?: string;
 }
@@ -141,7 +144,8 @@ export async function startServer(spec: ServerSpec, certificate: Certificate): P
   // traceGc, standard output is read for V8's lines (the server then logs at warn: nothing else).
   const command = commandFor(spec, port, certificate);
   const pinned = spec.cores === 'all' ? command : ['taskset', '-c', spec.cores ?? serverCore, ...command];
-  const child = spawn(pinned[0] ?? 'taskset', pinned.slice(1), {
+  const confined = spec.memoryCgroup === undefined ? pinned : inCgroup(spec.memoryCgroup, pinned);
+  const child = spawn(confined[0] ?? 'taskset', confined.slice(1), {
     cwd: root,
     env: serverEnvironment(),
     stdio: ['ignore', spec.traceGc === true ? 'pipe' : 'ignore', 'pipe'],

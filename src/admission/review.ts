@@ -2,6 +2,7 @@
  * Reading an `admission.k8s.io/v1` AdmissionReview: bytes in, the request's attributes out, or an
  * AdmissionError that says precisely what is wrong. Nothing here decides anything.
  */
+import { Buffer, isUtf8 } from 'node:buffer';
 import type { JsonObject } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import type { AdmissionAttributes, Operation, UserInfo } from '../plugins/plugin.js';
@@ -24,20 +25,23 @@ export interface ParsedReview {
 }
 
 const operations: readonly Operation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
-const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The body as text, refusing bytes that are not UTF-8. isUtf8 (simdutf) then Buffer's decoder,
+ * rather than a fatal TextDecoder: the same answer at half the cost (a 2.4 KiB review: 19 µs
+ * against 10 µs on the bench machine, about 5 % of an ordinary review's CPU). A leading byte-order
+ * mark is dropped, as TextDecoder does.
+ */
+function decodeUtf8(body: Uint8Array): string {
+  const bytes = Buffer.isBuffer(body) ? body : Buffer.from(body.buffer, body.byteOffset, body.byteLength);
+  if (!isUtf8(bytes)) throw new AdmissionError('InvalidEncoding', 'request body is not valid UTF-8');
+  const text = bytes.toString('utf8');
+  return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+}
 
 /** Parses raw bytes (or text) into a review, refusing anything kube-apiserver would not send. */
 export function parseAdmissionReview(body: Uint8Array | string): ParsedReview {
-  let text: string;
-  if (typeof body === 'string') {
-    text = body;
-  } else {
-    try {
-      text = utf8.decode(body);
-    } catch {
-      throw new AdmissionError('InvalidEncoding', 'request body is not valid UTF-8');
-    }
-  }
+  const text = typeof body === 'string' ? body : decodeUtf8(body);
   if (text.trim().length === 0) {
     throw new AdmissionError('EmptyBody', 'request body is empty; expected an admission.k8s.io/v1 AdmissionReview');
   }

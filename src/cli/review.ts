@@ -3,9 +3,8 @@
  * and flags as the server. By default both webhooks run as the API server calls them: the
  * mutating plugins, then the validating ones on the mutated object.
  */
-import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
-import { buildAdmissionResponse, type AdmissionReviewResponse } from '../admission/response.js';
-import { parseAdmissionReview } from '../admission/review.js';
+import type { WebhookSide } from '../admission/pipeline.js';
+import { runReview } from '../admission/run-review.js';
 import type { CommandIo } from './command.js';
 import { parseFlags, usage, UsageError, type FlagSpec } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
@@ -39,7 +38,7 @@ export async function reviewCommand(argv: readonly string[], io: CommandIo): Pro
   });
   const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
   const input = readReviewInput(flags.positionals[0], io);
-  const response = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
+  const { response } = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
   io.stdout(`${JSON.stringify(response, null, 2)}\n`);
   return response.response.allowed ? 0 : 1;
 }
@@ -52,11 +51,4 @@ export function reviewSides(raw: string | undefined): readonly WebhookSide[] {
 
 function readReviewInput(path: string | undefined, io: CommandIo): Uint8Array {
   return path === undefined || path === '-' ? io.readStdin() : io.readBytes(path);
-}
-
-/** Runs the review; an unreadable review throws the AdmissionError the server would answer with. */
-export async function runReview(pipeline: Pipeline, input: Uint8Array, sides: readonly WebhookSide[]): Promise<AdmissionReviewResponse> {
-  const parsed = parseAdmissionReview(input);
-  const { decision } = await pipeline.review(parsed, sides);
-  return buildAdmissionResponse(parsed.apiVersion, parsed.uid, decision);
 }

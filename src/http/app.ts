@@ -13,7 +13,8 @@ import express, { type NextFunction, type Request, type Response } from 'express
 import type { Logger } from 'pino';
 import { AdmissionError, toStatusBody } from '../admission/errors.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
-import { answerReview, type ReviewAnswer } from './answer.js';
+import type { ReviewRunner } from '../admission/run-review.js';
+import { answerReview } from './answer.js';
 import type { BodyBudget, BodyReservation } from './body-budget.js';
 import { maxBodyBytes, mebibytes } from './body-limits.js';
 import type { Metrics } from './metrics.js';
@@ -49,20 +50,10 @@ export interface AppDependencies {
   readonly now: () => number;
   /** Request bodies in flight (src/http/body-budget.ts); absent: each body bounded alone. */
   readonly bodyBudget?: BodyBudget;
-  /** Where bodies over `smallBodyBytes` are decided (src/server/review-pool.ts); absent: all on this thread. */
-  readonly offload?: ReviewOffload;
+  /** Where bodies over `smallBodyBytes` are decided, away from the thread that accepts connections (src/server/review-pool.ts); absent: all on this thread. */
+  readonly offload?: ReviewRunner;
   /** The largest body decided on this thread when there is an offload (default: src/http/transport-limits.ts). */
   readonly smallBodyBytes?: number;
-}
-
-/** Decides large reviews away from the thread that accepts connections. */
-export interface ReviewOffload {
-  /**
-   * Answers a review as `answerReview` would, by `deadline` (in `now()` milliseconds) or not at
-   * all: rejects with an AdmissionError (the body's own 4xx, or 500 once the deadline has passed
-   * or the worker deciding it died), or with any other error (could not decide).
-   */
-  review(side: WebhookSide, body: Buffer, deadline: number): Promise<ReviewAnswer>;
 }
 
 export function createApp(deps: AppDependencies): RequestListener {

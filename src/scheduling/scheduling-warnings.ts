@@ -38,6 +38,10 @@ import { WorkBudget } from './work-budget.js';
  * two looks at each label, is 500,000. A run that spends all of it took 17–18 ms of CPU on the
  * 2-core machine of bench/RESULTS.md (the "past the budget" case of
  * test/scheduling/scheduling-warnings-cost.test.ts): about 0.035 µs a unit, a Map look-up.
+ * Reading the pod is paid from it too, a unit an item (each toleration twice, once per warning;
+ * each term, requirement, value and nodeSelector entry once): an ordinary pod's few dozen leave
+ * the nodes nearly all of it, and a pod of more than about 250,000 tolerations or 500,000 other
+ * items is not worked out at all, instead of costing seconds before the first node.
  */
 export const schedulingWarningsBudget = 500_000;
 

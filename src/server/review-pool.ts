@@ -27,8 +27,7 @@ import { AdmissionError } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { AdmissionSettings } from '../cli/options.js';
-import type { ReviewAnswer } from '../http/answer.js';
-import type { ReviewOffload } from '../http/app.js';
+import type { ReviewAnswer, ReviewRunner } from '../admission/run-review.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import { emptySentNodes, nodeDelta, type SentNodes } from './node-mirror.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
@@ -61,7 +60,7 @@ export interface PoolStats {
   readonly expired: number;
 }
 
-export interface ReviewPool extends ReviewOffload {
+export interface ReviewPool extends ReviewRunner {
   stats(): PoolStats;
   /** Answers what still waits with 500 and ends the workers. */
   close(): Promise<void>;

@@ -1,7 +1,7 @@
 /**
  * Edge code: reads TenancyPolicies from a directory, and reloads them when it changes.
  *
- * Which files are policy files, the one rule (README, "Dedicated-node tenancy"): every regular
+ * Which files are policy files, the one rule (docs/tenancy.md): every regular
  * file directly in the directory (a symlink counts as what it points to) whose name ends in
  * `.yaml`, `.yml` or `.json`. JSON is YAML, so one parser serves both, and gives line numbers for
  * messages; each file may hold several documents. Everything else is ignored: other names (a

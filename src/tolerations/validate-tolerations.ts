@@ -19,9 +19,9 @@ export interface TolerationValidationOptions {
   readonly allowComparisonOperators: boolean;
 }
 
-/** The operators a disabled comparison gate still lists: upstream names all four (row 4c). */
+/** The operators a disabled comparison gate still lists: upstream's validateTolerations names all four. */
 const operatorsWithComparison = ['Equal', 'Exists', 'Lt', 'Gt'] as const;
-/** The operators listed for any other unknown operator, whatever the gate (row 4f). */
+/** The operators upstream lists for any other unknown operator (a lower-case `equal`), whatever the gate. */
 const operatorsWithoutComparison = ['Equal', 'Exists'] as const;
 /** validateTaintEffect's list; NoScheduleNoAdmit stays commented out upstream. */
 const taintEffects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'] as const;

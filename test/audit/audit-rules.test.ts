@@ -161,6 +161,19 @@ describe('audit rules: what is left out', () => {
     assert.deepEqual(rulesOf(pod, { gates: { ...defaultFeatureGates, TaintTolerationComparisonOperators: true } }), []);
   });
 
+  it('invalid-toleration of a pod of 5,000 comparison tolerations read with the gate off is one bounded finding', () => {
+    const tolerations = Array.from({ length: 5_000 }, (_, i) => ({ key: `k${i}`, operator: 'Gt', value: '1', effect: 'NoSchedule' }));
+    const pod = storedPod({ namespace: 'shared', name: 'many-gt', node: 'plain', burstable: false, tolerations }) as Pod;
+    const result = auditPod(pod, { namespace: undefined, node: auditNodes[2], nodesKnown: true }, settings());
+    const found = result.violations?.filter((violation) => violation.rule === 'invalid-toleration') ?? [];
+    assert.equal(found.length, 1);
+    const [only] = found;
+    assert.ok(only);
+    // The first 1,000 field errors are examined (as the review's validation keeps them), the other 4,000 counted.
+    assert.match(only.message, /; and 4000 more field errors; fix the toleration/);
+    assert.ok(only.message.length < 2_000, `message of ${only.message.length} characters`);
+  });
+
   it('a namespace claimed by two groups is judged as belonging to none', () => {
     // The prefix policy gives team-a-x the group team-a; the label policy gives it b.
     const namespace = { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-a-x', labels: { dedicated: 'b' } } };

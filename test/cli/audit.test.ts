@@ -202,11 +202,11 @@ describe('tolerator audit --cluster-state FILE', () => {
     });
   }
 
-  it("the README's example is what the command prints for examples/audit-cluster.yaml", async () => {
-    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+  it("docs/audit.md's example is what the command prints for examples/audit-cluster.yaml", async () => {
+    const readme = readFileSync(join(root, 'docs', 'audit.md'), 'utf8');
     const command = '$ npm run tolerator -- audit --cluster-state examples/audit-cluster.yaml --policies policies\n';
     const start = readme.indexOf(command);
-    assert.ok(start !== -1, 'the README shows the command');
+    assert.ok(start !== -1, 'docs/audit.md shows the command');
     const shown = readme.slice(start + command.length, readme.indexOf('\n```', start) + 1);
     const { code, stdout } = await audit(['--cluster-state', join(root, 'examples', 'audit-cluster.yaml'), '--policies', policiesDir], {});
     assert.equal(code, 1);

@@ -7,6 +7,8 @@ import { compilePolicy, labelPolicySpec } from '../tenancy/tenancy-fixtures.js';
 import { pipelineFromArgs } from '../support/harness.js';
 
 const tenancyArgs = ['--policies=policies', '--cluster-state=test/fixtures/config/tenancy-cluster.yaml'];
+/** What docs/offline.md's example runs examples/tenant-deployment.yaml against. */
+const exampleArgs = ['--policies=policies', '--cluster-state=examples/tenant-cluster.yaml'];
 
 async function explain(text: string, args: readonly string[] = tenancyArgs): Promise<string[][]> {
   const pipeline = pipelineFromArgs(args);
@@ -16,7 +18,7 @@ async function explain(text: string, args: readonly string[] = tenancyArgs): Pro
 
 describe('tolerator explain', () => {
   it('explains the pods a tenant Deployment creates: the group, each toleration and the node requirement, with the rule behind each', async () => {
-    const deployment = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8')))[0]!;
+    const deployment = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8'), exampleArgs))[0]!;
     assert.deepEqual(deployment, [
       'Deployment ml/trainer: the pods it creates',
       '  namespace ml: group "gpu" (policy dedicated-by-namespace-label)',
@@ -36,13 +38,13 @@ describe('tolerator explain', () => {
   });
 
   it('says when a namespace has no group', async () => {
-    const web = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8')))[1]!;
+    const web = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8'), exampleArgs))[1]!;
     assert.equal(web[1], '  namespace shop: no node group');
     assert.ok(!web.some((line) => line.includes('DedicatedNodes')));
   });
 
   it('names the plugin that denies and why', async () => {
-    const debug = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8')))[2]!;
+    const debug = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8'), exampleArgs))[2]!;
     assert.match(debug.find((line) => line.includes('denies')) ?? '', /DedicatedNodes denies: .*spec\.nodeSelector selects dedicated=pci/);
     assert.equal(debug.at(-1), '  result: denied by DedicatedNodes');
   });

@@ -178,10 +178,10 @@ describe('the shipped dashboard', () => {
     }
   });
 
-  it('is described panel by panel in the README', () => {
-    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  it('is described panel by panel in docs/operations.md', () => {
+    const guide = readFileSync(join(ROOT, 'docs', 'operations.md'), 'utf8');
     for (const panel of dashboard.panels)
-      assert.ok(readme.includes(`**${panel.title}**`), `README does not describe the panel "${panel.title}"`);
+      assert.ok(guide.includes(`**${panel.title}**`), `docs/operations.md does not describe the panel "${panel.title}"`);
   });
 
   it('asks Prometheus only valid PromQL (promtool check rules on its queries as recording rules)', { skip: skipPromtool }, () => {

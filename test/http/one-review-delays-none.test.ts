@@ -15,8 +15,8 @@ import { request as httpRequest, type Server } from 'node:http';
 import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { AdmissionError } from '../../src/admission/errors.js';
-import type { ReviewAnswer } from '../../src/http/answer.js';
-import { createApp, reviewTimeoutMs, type ReviewOffload } from '../../src/http/app.js';
+import type { ReviewAnswer, ReviewRunner } from '../../src/admission/run-review.js';
+import { createApp, reviewTimeoutMs } from '../../src/http/app.js';
 import { createMetrics, type Metrics } from '../../src/http/metrics.js';
 import { smallBodyBytes } from '../../src/http/transport-limits.js';
 import { loadReviewFixture, pipelineFromArgs, silentLogger } from '../support/harness.js';
@@ -29,7 +29,7 @@ interface Held {
 }
 
 /** An offload that keeps every review it is given until the test answers it. */
-function holdingOffload(): ReviewOffload & { readonly held: Held[] } {
+function holdingOffload(): ReviewRunner & { readonly held: Held[] } {
   const held: Held[] = [];
   return {
     held,

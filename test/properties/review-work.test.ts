@@ -313,7 +313,7 @@ describe('ordinary reviews get cheaper', () => {
     return JSON.stringify(buildAdmissionResponse(parsed.apiVersion, parsed.uid, decision));
   };
 
-  it('the realistic mix of bench/ allocates at most 4.5 times what parsing its bodies and answering allows does', async () => {
+  it('the realistic mix of bench/ allocates at most 4.5 times what parsing its bodies and a bare answer allocate', async () => {
     const rounds = 500;
     for (let i = 0; i < 4 * rounds; i++) for (const { body, side } of mix) await review(body, side);
     const floor = await heapWork(() => {

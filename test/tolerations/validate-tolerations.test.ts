@@ -113,7 +113,7 @@ describe('validateTolerations: valid tolerations', () => {
   ]);
 });
 
-describe('validateTolerations: one row of the §4 table each', () => {
+describe('validateTolerations: one upstream error case each (pkg/apis/core/validation, validateTolerations)', () => {
   runRows([
     {
       name: 'row 1: a key with a bad character is Invalid at .key',
@@ -146,39 +146,39 @@ describe('validateTolerations: one row of the §4 table each', () => {
       want: [['FieldValueInvalid', `${P}[0].effect: Invalid value: "": ${secondsDetail}`]],
     },
     {
-      name: 'row 4a: a bad Equal value is reported at .operator with the value as bad value',
+      name: 'a bad Equal value is reported at .operator with the value as bad value',
       given: { tolerations: [{ key: 'k', operator: 'Equal', value: 'a b' }] },
       want: [['FieldValueInvalid', `${P}[0].operator: Invalid value: "a b": ${labelValueFormat}`]],
     },
     {
-      name: 'row 4a: a 64-byte value gives one error whose messages are joined with ";"',
+      name: 'a 64-byte value gives one error whose messages are joined with ";"',
       given: { tolerations: [{ key: 'k', value: `${'v'.repeat(63)}-` }] },
       want: [
         ['FieldValueInvalid', `${P}[0].operator: Invalid value: "${'v'.repeat(63)}-": must be no more than 63 bytes;${labelValueFormat}`],
       ],
     },
     {
-      name: 'row 4b: Exists with a value is Invalid at .operator with the value as bad value',
+      name: 'Exists with a value is Invalid at .operator with the value as bad value',
       given: { tolerations: [{ key: 'k', operator: 'Exists', value: 'v' }] },
       want: [['FieldValueInvalid', `${P}[0].operator: Invalid value: "v": value must be empty when \`operator\` is 'Exists'`]],
     },
     {
-      name: 'row 4c: Gt without the option is NotSupported listing all four operators, value unchecked',
+      name: 'Gt without the option is NotSupported listing all four operators, value unchecked',
       given: { tolerations: [{ key: 'k', operator: 'Gt', value: 'not-a-number' }] },
       want: [['FieldValueNotSupported', `${P}[0].operator: Unsupported value: "Gt": ${allFour}`]],
     },
     {
-      name: 'row 4c: Lt without the option is NotSupported too',
+      name: 'Lt without the option is NotSupported too',
       given: { tolerations: [{ key: 'k', operator: 'Lt', value: '5' }] },
       want: [['FieldValueNotSupported', `${P}[0].operator: Unsupported value: "Lt": ${allFour}`]],
     },
     {
-      name: 'row 4d: Gt with a leading zero is Invalid at .value',
+      name: 'Gt with a leading zero is Invalid at .value',
       given: { tolerations: [{ key: 'k', operator: 'Gt', value: '0550' }], allow: true },
       want: [['FieldValueInvalid', `${P}[0].value: Invalid value: "0550": ${canonical}`]],
     },
     {
-      name: "row 4e: Gt with an out-of-range canonical value is Invalid at .value with Go's text",
+      name: "Gt with an out-of-range canonical value is Invalid at .value with Go's text",
       given: { tolerations: [{ key: 'k', operator: 'Gt', value: '9223372036854775808' }], allow: true },
       want: [
         [
@@ -188,12 +188,12 @@ describe('validateTolerations: one row of the §4 table each', () => {
       ],
     },
     {
-      name: 'row 4f: a lower-case operator is NotSupported listing Equal and Exists only',
+      name: 'a lower-case operator is NotSupported listing Equal and Exists only',
       given: { tolerations: [{ key: 'k', operator: 'exists' }] },
       want: [['FieldValueNotSupported', `${P}[0].operator: Unsupported value: "exists": ${twoOperators}`]],
     },
     {
-      name: 'row 4f: an unknown operator lists two operators even with the option on',
+      name: 'an unknown operator lists two operators even with the option on',
       given: { tolerations: [{ key: 'k', operator: 'GreaterThan', value: '5' }], allow: true },
       want: [['FieldValueNotSupported', `${P}[0].operator: Unsupported value: "GreaterThan": ${twoOperators}`]],
     },
