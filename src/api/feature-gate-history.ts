@@ -3,13 +3,14 @@
  * what tolerator assumes about a gate when the API server's `/metrics` does not say (see
  * docs/architecture.md#feature-gates).
  *
- * Upstream: pkg/features/kube_features.go, `defaultVersionedKubernetesFeatureGates`; the entries
- * of the two gates tolerator reads are the same in the 1.35 tree and in the 1.37 development
- * tree (where the scheduler's gates moved into a file of their own, still registered in every
- * Kubernetes binary):
+ * Upstream: pkg/features/kube_features.go, `defaultVersionedKubernetesFeatureGates`, read at the
+ * tags v1.35.8, v1.36.3 and v1.37.2 (where the scheduler's gates moved into a file of their own,
+ * still registered in every Kubernetes binary); each row below is also what the real API server
+ * of that build reports in `kubernetes_feature_enabled` (test/e2e/feature-gate-table.e2e.ts):
  *
- *   PodLevelResources:                  1.32 alpha, off; 1.34 beta, on
- *   TaintTolerationComparisonOperators: 1.35 alpha, off
+ *   PodLevelResources:                   1.32 alpha, off; 1.34 beta, on (unchanged through 1.37)
+ *   PodLevelResourcesFixKubeletQOSClass: 1.37 beta, on
+ *   TaintTolerationComparisonOperators:  1.35 alpha, off (unchanged through 1.37)
  *
  * A version before a gate's first entry does not have the gate at all: the feature does not
  * exist there (the API server refuses the fields or operators it guards), which for admission is
@@ -39,6 +40,7 @@ export const featureGateHistory: Readonly<Record<FeatureGateName, readonly Versi
     { since: { major: 1, minor: 32 }, enabled: false, stage: 'ALPHA' },
     { since: { major: 1, minor: 34 }, enabled: true, stage: 'BETA' },
   ],
+  PodLevelResourcesFixKubeletQOSClass: [{ since: { major: 1, minor: 37 }, enabled: true, stage: 'BETA' }],
 };
 
 /** The newest version whose upstream entries the table was checked against (the module comment). */

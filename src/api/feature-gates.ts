@@ -8,16 +8,27 @@ export interface FeatureGates {
   readonly TaintTolerationComparisonOperators: boolean;
   /** Beta and on by default since 1.34: pod-level `spec.resources` decides the QoS class. */
   readonly PodLevelResources: boolean;
+  /**
+   * KEP-2837, beta and on by default in 1.37 (absent before): a pod-level `resources` that sets no
+   * cpu, memory or hugepages (`resources: {}`) no longer decides the QoS class alone; the
+   * containers do, as if it were absent (pkg/apis/core/helper/qos/qos.go at v1.37.2).
+   */
+  readonly PodLevelResourcesFixKubeletQOSClass: boolean;
 }
 
 export const defaultFeatureGates: FeatureGates = {
   TaintTolerationComparisonOperators: false,
   PodLevelResources: true,
+  PodLevelResourcesFixKubeletQOSClass: false,
 };
 
 export type FeatureGateName = keyof FeatureGates;
 
-export const featureGateNames: readonly FeatureGateName[] = ['TaintTolerationComparisonOperators', 'PodLevelResources'];
+export const featureGateNames: readonly FeatureGateName[] = [
+  'TaintTolerationComparisonOperators',
+  'PodLevelResources',
+  'PodLevelResourcesFixKubeletQOSClass',
+];
 
 /** The gates `--feature-gates` sets explicitly; a gate it does not name is absent. */
 export type ExplicitFeatureGates = Readonly<Partial<Record<FeatureGateName, boolean>>>;

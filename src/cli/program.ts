@@ -14,6 +14,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { auditCommand } from './audit.js';
+import { checkCommand } from './check.js';
 import { completionCommand } from './completion.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { exitCodeHelp, exitCodes, exitForError } from './exit-codes.js';
@@ -33,6 +34,7 @@ export const commands: readonly CommandDefinition[] = [
   simulateCommand,
   testCommand,
   auditCommand,
+  checkCommand,
   exportCommand,
   completionCommand(() => commands),
 ];

@@ -3,13 +3,17 @@
  * `GetPodQOS`). PodTolerationRestriction adds the memory-pressure toleration to every pod whose
  * class is not BestEffort.
  *
- * Form implemented: the aggregating form (upstream qos.go read at 0fafce482ed2): sum the positive
- * cpu and memory quantities over requests and over limits; a container whose limits lack a
- * positive cpu or memory rules out Guaranteed. That copy also consults
- * `PodLevelResourcesFixKubeletQOSClass`, a gate added after v1.35 (beta in 1.36), which makes an
- * empty pod-level `resources` fall back to the containers; v1.35 has no such gate, so here any
- * present `spec.resources` decides alone, and `resources: {}` yields BestEffort. The per-container
- * "shape" form of other releases gives the same class on every pod the API server accepts.
+ * Form implemented: the aggregating form of v1.35.8 and v1.36.3 (the same file at both tags): sum
+ * the positive cpu and memory quantities over requests and over limits; a container whose limits
+ * lack a positive cpu or memory rules out Guaranteed. v1.37.2 rewrote the file into a
+ * per-container "shape" form, which gives the same class on every pod the API server accepts,
+ * and added the gate `PodLevelResourcesFixKubeletQOSClass` (beta, on by default in 1.37; absent
+ * before): with it on, a pod-level `resources` that names no cpu, memory or hugepages-* resource
+ * (`resources: {}`) no longer decides alone, and the containers do (`IsPodLevelResourcesSet`).
+ * With it off — every 1.35 and 1.36 server — any present `spec.resources` decides alone, and
+ * `resources: {}` yields BestEffort whatever the containers ask. The gate is read from the
+ * server as every other one (docs/architecture.md#feature-gates), so tolerator follows the
+ * version the API server runs.
  *
  * A quantity that does not parse is treated as not set: the API server rejects such a pod before
  * any webhook sees it, so only a hand-made review can carry one.
@@ -18,7 +22,28 @@ import type { FeatureGates } from '../api/feature-gates.js';
 import type { Container, Pod, PodSpec, QOSClass, ResourceList } from '../api/types.js';
 import { addQuantities, compareQuantities, isPositive, isPositiveQuantity, parseQuantity, type Quantity } from '../api/quantity.js';
 
-export type PodLevelResourcesGate = Pick<FeatureGates, 'PodLevelResources'>;
+export type PodLevelResourcesGate = Pick<FeatureGates, 'PodLevelResources'> &
+  Partial<Pick<FeatureGates, 'PodLevelResourcesFixKubeletQOSClass'>>;
+
+/**
+ * helper.IsPodLevelResourcesSet (pkg/apis/core/helper/helpers.go, v1.37.2): some request or limit
+ * names cpu, memory or a hugepages-* resource, whatever its quantity (a `0` counts as set).
+ */
+function isPodLevelResourcesSet(resources: PodSpec['resources']): boolean {
+  if (resources == null) return false;
+  const supported = (list: ResourceList | null | undefined): boolean =>
+    list != null && Object.keys(list).some((name) => name === 'cpu' || name === 'memory' || name.startsWith('hugepages-'));
+  return supported(resources.requests) || supported(resources.limits);
+}
+
+/**
+ * Whether the pod-level `resources` decides the class alone: the gate on and the field present,
+ * and, with PodLevelResourcesFixKubeletQOSClass on (1.37), naming a supported resource.
+ */
+function podLevelDecides(spec: PodSpec, gates: PodLevelResourcesGate): boolean {
+  if (!gates.PodLevelResources || spec.resources == null) return false;
+  return gates.PodLevelResourcesFixKubeletQOSClass !== true || isPodLevelResourcesSet(spec.resources);
+}
 
 /** supportedQoSComputeResources: only cpu and memory count; hugepages, ephemeral-storage and extended resources do not. */
 const qosComputeResources = ['cpu', 'memory'] as const;
@@ -75,7 +100,7 @@ export function computePodQOS(spec: PodSpec, gates: PodLevelResourcesGate): QOSC
 
   const podResources = spec.resources;
   // `!= null`: a JSON null is Go's nil pointer, the same as absent.
-  if (gates.PodLevelResources && podResources != null) {
+  if (podLevelDecides(spec, gates) && podResources != null) {
     addInto(requests, positiveQOSResources(podResources.requests));
     const podLimits = positiveQOSResources(podResources.limits);
     addInto(limits, podLimits);
@@ -150,7 +175,7 @@ export function isBestEffortPod(pod: Pod, gates: PodLevelResourcesGate): boolean
   }
   const spec = pod.spec ?? {};
   const podResources = spec.resources;
-  if (gates.PodLevelResources && podResources != null) {
+  if (podLevelDecides(spec, gates) && podResources != null) {
     return !hasPositiveQOSResource(podResources.requests) && !hasPositiveQOSResource(podResources.limits);
   }
   const containers: readonly Container[] = [...(spec.containers ?? []), ...(spec.initContainers ?? [])];

@@ -14,7 +14,10 @@ import type { ExplicitFeatureGates, FeatureGateName } from '../../src/api/featur
 const nothing: ClusterGateReading = { metrics: undefined, version: undefined };
 const v = (minor: number): ClusterGateReading['version'] => ({ major: 1, minor });
 
-function summary(gates: ResolvedGates): Record<FeatureGateName, string> {
+/** The two gates the rows below are about; PodLevelResourcesFixKubeletQOSClass has its own test. */
+type RowGate = Exclude<FeatureGateName, 'PodLevelResourcesFixKubeletQOSClass'>;
+
+function summary(gates: ResolvedGates): Record<RowGate, string> {
   return {
     TaintTolerationComparisonOperators: `${gates.TaintTolerationComparisonOperators.enabled}/${gates.TaintTolerationComparisonOperators.source}`,
     PodLevelResources: `${gates.PodLevelResources.enabled}/${gates.PodLevelResources.source}`,
@@ -40,7 +43,7 @@ describe('resolveGates', () => {
     explicit: ExplicitFeatureGates;
     reading: ClusterGateReading;
     previous?: ResolvedGates;
-    expected: Record<FeatureGateName, string>;
+    expected: Record<RowGate, string>;
   }[] = [
     {
       name: '/metrics reports both gates',
@@ -131,6 +134,29 @@ describe('resolveGates', () => {
   });
 });
 
+describe('resolveGates: PodLevelResourcesFixKubeletQOSClass follows the version the API server reports', () => {
+  for (const [minor, expected] of [
+    [35, 'false/cluster-version'],
+    [36, 'false/cluster-version'],
+    [37, 'true/cluster-version'],
+  ] as const) {
+    it(`1.${minor} without /metrics: ${expected}`, () => {
+      const gate = resolveGates({}, { metrics: undefined, version: v(minor) }, initialGates({})).PodLevelResourcesFixKubeletQOSClass;
+      assert.equal(`${gate.enabled}/${gate.source}`, expected);
+    });
+  }
+
+  it("1.37 whose /metrics says off (--feature-gates=PodLevelResourcesFixKubeletQOSClass=false): the server's word", () => {
+    const reading: ClusterGateReading = { metrics: new Map([['PodLevelResourcesFixKubeletQOSClass', false]]), version: v(37) };
+    const gate = resolveGates({}, reading, initialGates({})).PodLevelResourcesFixKubeletQOSClass;
+    assert.equal(`${gate.enabled}/${gate.source}`, 'false/cluster-metrics');
+  });
+
+  it('no cluster: the built-in default, off (the v1.35 behaviour tolerator describes)', () => {
+    assert.equal(initialGates({}).PodLevelResourcesFixKubeletQOSClass.enabled, false);
+  });
+});
+
 describe('clusterGate', () => {
   it('says what the cluster has whatever the flag: /metrics, else the version, else nothing', () => {
     const reading: ClusterGateReading = { metrics: new Map([['TaintTolerationComparisonOperators', true]]), version: v(35) };
@@ -145,6 +171,7 @@ describe('gateValues', () => {
     assert.deepEqual(gateValues(initialGates({ PodLevelResources: false })), {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: false,
+      PodLevelResourcesFixKubeletQOSClass: false,
     });
   });
 });

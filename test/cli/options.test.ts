@@ -69,13 +69,21 @@ describe('flags in kube-apiserver style', () => {
 
 describe('--feature-gates', () => {
   it('defaults to the Kubernetes 1.35 defaults: comparison operators off, pod-level resources on', () => {
-    assert.deepEqual(parseFeatureGates(undefined), { TaintTolerationComparisonOperators: false, PodLevelResources: true });
+    assert.deepEqual(parseFeatureGates(undefined), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: true,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
   });
   it('takes comma-separated Name=bool pairs with strconv.ParseBool spellings', () => {
-    assert.deepEqual(parseFeatureGates('TaintTolerationComparisonOperators=True, PodLevelResources=0'), {
-      TaintTolerationComparisonOperators: true,
-      PodLevelResources: false,
-    });
+    assert.deepEqual(
+      parseFeatureGates('TaintTolerationComparisonOperators=True, PodLevelResources=0, PodLevelResourcesFixKubeletQOSClass=t'),
+      {
+        TaintTolerationComparisonOperators: true,
+        PodLevelResources: false,
+        PodLevelResourcesFixKubeletQOSClass: true,
+      },
+    );
   });
   it('refuses an unknown gate, a missing value and a bad boolean', () => {
     assert.throws(() => parseFeatureGates('TaintTolerations=true'), /unrecognized feature gate: TaintTolerations/);

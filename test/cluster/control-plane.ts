@@ -30,7 +30,7 @@ import { startReaper } from './reaper.js';
 export interface ControlPlaneOptions {
   /** Where the PKI, etcd's data, the logs, `kubeconfig`, `ready` and `bin/` go; made if missing. */
   readonly dir: string;
-  /** The Kubernetes minor whose build to run (default: 1.35). */
+  /** The Kubernetes minor whose build to run (default: TOLERATOR_CONTROL_PLANE_VERSION, else 1.35). */
   readonly version?: string;
   /** kube-apiserver's --enable-admission-plugins, added to NodeRestriction. */
   readonly enableAdmissionPlugins?: readonly string[];
@@ -147,8 +147,7 @@ function probe(
 }
 
 export async function startControlPlane(options: ControlPlaneOptions): Promise<ControlPlane> {
-  const minor = options.version ?? '1.35';
-  const binaries = findControlPlane(minor);
+  const binaries = findControlPlane(options.version);
   if (typeof binaries === 'string') throw new Error(binaries);
   const dir = options.dir;
   for (const sub of ['pki', 'logs', 'bin']) mkdirSync(join(dir, sub), { recursive: true });

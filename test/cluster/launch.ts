@@ -11,6 +11,7 @@
 import { writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import { DEFAULT_MINOR } from './binaries.js';
 import { startControlPlane } from './control-plane.js';
 
 const usage = `usage: npm run control-plane -- --dir DIR [--version 1.35] [--enable-admission-plugins A,B]
@@ -28,7 +29,7 @@ async function main(argv: readonly string[]): Promise<number> {
       args: [...argv],
       options: {
         dir: { type: 'string' },
-        version: { type: 'string', default: '1.35' },
+        version: { type: 'string', default: process.env.TOLERATOR_CONTROL_PLANE_VERSION ?? DEFAULT_MINOR },
         'enable-admission-plugins': { type: 'string' },
         'disable-admission-plugins': { type: 'string' },
         'admission-control-config-file': { type: 'string' },

@@ -52,6 +52,8 @@ export interface LeafRequest {
   readonly dnsNames?: readonly string[];
   readonly ips?: readonly string[];
   readonly usage: 'server' | 'client';
+  /** Instead of the fixed window around now: e.g. one in the past, for an expired certificate. */
+  readonly validity?: { readonly notBeforeDate: Date; readonly notAfterDate: Date };
 }
 
 /** A certificate signed by `ca`: serverAuth with the names given, or clientAuth for a user. */
@@ -67,7 +69,7 @@ export async function signCertificate(ca: Pair, request: LeafRequest): Promise<P
     ],
     {
       ...keyOptions,
-      ...validity(),
+      ...(request.validity ?? validity()),
       ca: { key: ca.key, cert: ca.cert },
       extensions: [
         { name: 'basicConstraints', cA: false },

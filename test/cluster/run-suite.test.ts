@@ -119,4 +119,27 @@ describe('npm run test:e2e', () => {
       rmSync(bin, { recursive: true, force: true });
     }
   });
+
+  it('--version MINOR runs the suites on that minor (TOLERATOR_CONTROL_PLANE_VERSION for them), wherever it stands', () => {
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const { TOLERATOR_CONTROL_PLANE_VERSION: _inherited, ...env } = process.env;
+      const run = runSuite(['--version', '1.37', 'test/fixtures/e2e/reports-version.e2e.ts'], {
+        ...env,
+        TOLERATOR_CONTROL_PLANE_BIN: bin,
+        TOLERATOR_FIXTURE_EXPECT_VERSION: '1.37',
+      });
+      assert.equal(run.status, 0, run.output);
+      assert.match(run.output, /^ℹ pass 1$/m);
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('--version of a minor without a module is a failure (exit 2), not a skip', () => {
+    const { TOLERATOR_CONTROL_PLANE_BIN: _bin, ...env } = process.env;
+    const run = runSuite(['test/fixtures/e2e/passes.e2e.ts', '--version', '1.99'], env);
+    assert.equal(run.status, 2, run.output);
+    assert.match(run.output, /no module for Kubernetes 1\.99 \(tools\/controlplane\/1\.99\/go\.mod\)/);
+  });
 });

@@ -9,7 +9,9 @@
  *
  * The suites have the suffix .e2e.ts (.differential.ts), not .test.ts, so `npm run test:unit`
  * never picks them up. `npm run test:e2e -- FILE...` (and `test:differential -- FILE...`) runs only
- * those files, after the same build.
+ * those files, after the same build. `--version 1.37` (anywhere among the arguments) runs them
+ * against that minor's control plane: it is TOLERATOR_CONTROL_PLANE_VERSION for the build and for
+ * the suites (binaries.ts).
  */
 import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
@@ -107,7 +109,27 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
   return result.status ?? 1;
 }
 
-const [folder, ...only] = process.argv.slice(2);
+/** The arguments without `--version MINOR` / `--version=MINOR`, and that minor (undefined when not given). */
+function splitVersionFlag(args: readonly string[]): { readonly rest: string[]; readonly minor: string | undefined } {
+  const rest: string[] = [];
+  let minor: string | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--version') {
+      minor = args[++i];
+      if (minor === undefined || minor.startsWith('-')) throw new Error('--version needs a Kubernetes minor, e.g. --version 1.37');
+    } else if (arg.startsWith('--version=')) {
+      minor = arg.slice('--version='.length);
+    } else {
+      rest.push(arg);
+    }
+  }
+  return { rest, minor };
+}
+
+const { rest, minor: requestedMinor } = splitVersionFlag(process.argv.slice(2));
+if (requestedMinor !== undefined) process.env.TOLERATOR_CONTROL_PLANE_VERSION = requestedMinor;
+const [folder, ...only] = rest;
 if (!isSuiteFolder(folder)) {
   console.error('usage: node --import tsx test/cluster/run-suite.ts e2e|differential [FILE...]');
   process.exitCode = 2;

@@ -115,7 +115,11 @@ describe('feature gates read from the cluster, in reviews', () => {
 
     fake.answerVersion({ kind: 'info', info: versionInfo('v1.31.4') });
     await source.refresh();
-    assert.deepEqual(source.current(), { TaintTolerationComparisonOperators: false, PodLevelResources: false });
+    assert.deepEqual(source.current(), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: false,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
   });
 
   it('falls back to the version when /metrics answers garbage, and still answers reviews', async (t) => {
@@ -165,12 +169,13 @@ describe('feature gates read from the cluster, in reviews', () => {
     const verbose = await request(app).get('/readyz?verbose');
     assert.equal(verbose.status, 200);
     const lines = verbose.text.trimEnd().split('\n');
-    assert.deepEqual(lines.slice(0, 3), [
+    assert.deepEqual(lines.slice(0, 4), [
       'ok',
       'feature gate TaintTolerationComparisonOperators=true source=cluster-metrics',
       'feature gate PodLevelResources=true source=cluster-version (v1.35: beta default)',
+      'feature gate PodLevelResourcesFixKubeletQOSClass=false source=cluster-version (v1.35: not in that version)',
     ]);
-    assert.match(lines[3] ?? '', /^feature gates: cluster last read at \S+Z; \/metrics: ok; \/version: ok \(v1\.35\.2\)$/);
+    assert.match(lines[4] ?? '', /^feature gates: cluster last read at \S+Z; \/metrics: ok; \/version: ok \(v1\.35\.2\)$/);
     assert.equal((await request(app).get('/readyz')).text, 'ok');
   });
 });

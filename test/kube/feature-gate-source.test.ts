@@ -57,10 +57,15 @@ describe('the feature gate source', () => {
     const { logger } = recorder();
     const source = startFeatureGateSource({ explicit: { PodLevelResources: false }, read: undefined, logger, ...quiet });
     assert.equal(source.settled(), true);
-    assert.deepEqual(source.current(), { TaintTolerationComparisonOperators: false, PodLevelResources: false });
+    assert.deepEqual(source.current(), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: false,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
     assert.deepEqual(source.detail(), [
       'feature gate TaintTolerationComparisonOperators=false source=default',
       'feature gate PodLevelResources=false source=flag',
+      'feature gate PodLevelResourcesFixKubeletQOSClass=false source=default',
       'feature gates: no cluster; --feature-gates and the built-in defaults apply',
     ]);
   });
@@ -89,6 +94,7 @@ describe('the feature gate source', () => {
     assert.deepEqual(source.detail(), [
       'feature gate TaintTolerationComparisonOperators=true source=cluster-metrics',
       'feature gate PodLevelResources=true source=cluster-metrics',
+      'feature gate PodLevelResourcesFixKubeletQOSClass=false source=cluster-version (v1.35: not in that version)',
       'feature gates: cluster last read at 2026-11-30T12:00:00.000Z; /metrics: ok; /version: ok (v1.35.0)',
     ]);
     source.stop();
@@ -191,11 +197,15 @@ describe('the feature gate source', () => {
     const cluster = scripted(report(undefined, 31, { metricsProblem: 'GET /metrics: HTTP 403' }));
     const source = startFeatureGateSource({ explicit: {}, read: cluster.read, logger, ...quiet });
     await source.refresh();
-    assert.deepEqual(source.current(), { TaintTolerationComparisonOperators: false, PodLevelResources: false });
+    assert.deepEqual(source.current(), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: false,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
     assert.equal(source.resolved().PodLevelResources.source, 'cluster-version');
     assert.ok(lines.some((line) => line.level === 'warn' && line.fields.problems === 'GET /metrics: HTTP 403'));
     assert.equal(source.detail()[1], 'feature gate PodLevelResources=false source=cluster-version (v1.31: not in that version)');
-    assert.match(source.detail()[2] ?? '', /\/metrics: GET \/metrics: HTTP 403; \/version: ok \(v1\.31\.0\)$/);
+    assert.match(source.detail()[3] ?? '', /\/metrics: GET \/metrics: HTTP 403; \/version: ok \(v1\.31\.0\)$/);
     source.stop();
   });
 
@@ -248,9 +258,13 @@ describe('the feature gate source', () => {
     });
     await source.refresh();
     assert.equal(source.settled(), true);
-    assert.deepEqual(source.current(), { TaintTolerationComparisonOperators: false, PodLevelResources: true });
+    assert.deepEqual(source.current(), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: true,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
     assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'default');
-    assert.match(source.detail()[2] ?? '', /\/metrics: no answer within 50 ms/);
+    assert.match(source.detail()[3] ?? '', /\/metrics: no answer within 50 ms/);
     source.stop();
   });
 
@@ -284,16 +298,19 @@ describe('tolerator_feature_gate_enabled', () => {
     assert.deepEqual(await series(), [
       'tolerator_feature_gate_enabled{name="TaintTolerationComparisonOperators",source="default"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResources",source="flag"} 0',
+      'tolerator_feature_gate_enabled{name="PodLevelResourcesFixKubeletQOSClass",source="default"} 0',
     ]);
     await source.refresh();
     assert.deepEqual(await series(), [
       'tolerator_feature_gate_enabled{name="TaintTolerationComparisonOperators",source="cluster-metrics"} 1',
       'tolerator_feature_gate_enabled{name="PodLevelResources",source="flag"} 0',
+      'tolerator_feature_gate_enabled{name="PodLevelResourcesFixKubeletQOSClass",source="cluster-version"} 0',
     ]);
     await source.refresh();
     assert.deepEqual(await series(), [
       'tolerator_feature_gate_enabled{name="TaintTolerationComparisonOperators",source="cluster-version"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResources",source="flag"} 0',
+      'tolerator_feature_gate_enabled{name="PodLevelResourcesFixKubeletQOSClass",source="cluster-version"} 0',
     ]);
     source.stop();
   });

@@ -283,3 +283,64 @@ describe('isBestEffortPod, the short cut PodTolerationRestriction takes', () => 
     );
   });
 });
+
+/**
+ * The class per Kubernetes version for pod-level `resources` that set nothing the QoS helper
+ * counts: v1.35.8 and v1.36.3 (no PodLevelResourcesFixKubeletQOSClass gate, which is off here)
+ * let any present `spec.resources` decide; v1.37.2 (the gate beta, on by default) falls back to
+ * the containers unless a request or limit names cpu, memory or hugepages-* (helper
+ * IsPodLevelResourcesSet). Upstream vectors: pkg/apis/core/v1/helper/qos/qos_test.go at v1.37.2.
+ */
+describe('computePodQOS by version: PodLevelResourcesFixKubeletQOSClass', () => {
+  const v135 = { PodLevelResources: true, PodLevelResourcesFixKubeletQOSClass: false };
+  const v136 = v135;
+  const v137 = { PodLevelResources: true, PodLevelResourcesFixKubeletQOSClass: true };
+  const rows: { name: string; given: PodSpec; want: { '1.35': QOSClass; '1.36': QOSClass; '1.37': QOSClass } }[] = [
+    {
+      name: 'resources: {} beside Guaranteed containers',
+      given: { resources: {}, containers: [guaranteed('1', '1Gi')] },
+      want: { '1.35': 'BestEffort', '1.36': 'BestEffort', '1.37': 'Guaranteed' },
+    },
+    {
+      name: 'resources with empty requests and limits beside a Burstable container',
+      given: { resources: { requests: {}, limits: {} }, containers: [container({ cpu: '100m' })] },
+      want: { '1.35': 'BestEffort', '1.36': 'BestEffort', '1.37': 'Burstable' },
+    },
+    {
+      name: 'resources naming only ephemeral-storage (not a pod-level resource) beside a Burstable container',
+      given: { resources: { requests: { 'ephemeral-storage': '1Gi' } }, containers: [container({ memory: '1Gi' })] },
+      want: { '1.35': 'BestEffort', '1.36': 'BestEffort', '1.37': 'Burstable' },
+    },
+    {
+      name: 'resources naming hugepages only: set, so the pod level still decides (BestEffort) in 1.37 too',
+      given: { resources: { limits: { 'hugepages-2Mi': '4Mi' } }, containers: [guaranteed('1', '1Gi')] },
+      want: { '1.35': 'BestEffort', '1.36': 'BestEffort', '1.37': 'BestEffort' },
+    },
+    {
+      name: 'resources naming cpu 0: set (a key counts, whatever its quantity), so the pod level decides',
+      given: { resources: { requests: { cpu: '0' } }, containers: [guaranteed('1', '1Gi')] },
+      want: { '1.35': 'BestEffort', '1.36': 'BestEffort', '1.37': 'BestEffort' },
+    },
+    {
+      name: 'Guaranteed pod-level resources decide on every version',
+      given: {
+        resources: { requests: { cpu: '1', memory: '1Gi' }, limits: { cpu: '1', memory: '1Gi' } },
+        containers: [container({ cpu: '100m' })],
+      },
+      want: { '1.35': 'Guaranteed', '1.36': 'Guaranteed', '1.37': 'Guaranteed' },
+    },
+  ];
+  for (const row of rows) {
+    it(`${row.name}: 1.35 ${row.want['1.35']}, 1.36 ${row.want['1.36']}, 1.37 ${row.want['1.37']}`, () => {
+      assert.equal(computePodQOS(row.given, v135), row.want['1.35']);
+      assert.equal(computePodQOS(row.given, v136), row.want['1.36']);
+      assert.equal(computePodQOS(row.given, v137), row.want['1.37']);
+      for (const [version, gates] of [
+        ['1.35', v135],
+        ['1.37', v137],
+      ] as const) {
+        assert.equal(isBestEffortPod({ spec: row.given }, gates), row.want[version] === 'BestEffort', `isBestEffortPod at ${version}`);
+      }
+    });
+  }
+});
