@@ -15,7 +15,8 @@ import type { FeatureGates } from './api/feature-gates.js';
 import { emptyClusterFacts, type ClusterFacts } from './admission/cluster-facts.js';
 import { AdmissionError } from './admission/errors.js';
 import { parseQuantityString } from './api/quantity.js';
-import { parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
+import { parseDuration, parseFlags, usage, UsageError, type FlagSpec } from './cli/flags.js';
+import { checkSettings, defaultCaValidityMs, defaultLeafValidityMs } from './certificates/self-managed.js';
 import {
   admissionFlags,
   checkShutdownSeconds,
@@ -55,6 +56,31 @@ const serveFlags = {
     help: 'serving certificate (PEM); watched and reloaded. Omitted: a development certificate for localhost',
   },
   'tls-private-key-file': { kind: 'string', placeholder: 'FILE', help: 'private key of the serving certificate (PEM)' },
+  'certificate-secret': {
+    kind: 'string',
+    placeholder: 'NAMESPACE/NAME',
+    help: 'issue and rotate the serving certificate itself (no cert-manager): a CA and a leaf kept in this existing Secret; needs a cluster and --certificate-service',
+  },
+  'certificate-service': {
+    kind: 'string',
+    placeholder: 'NAME',
+    help: "with --certificate-secret: the Service in the Secret's namespace the API server calls; the certificate names NAME.NAMESPACE.svc and NAME.NAMESPACE.svc.cluster.local",
+  },
+  'certificate-webhooks': {
+    kind: 'string',
+    placeholder: 'NAME',
+    help: 'with --certificate-secret: the MutatingWebhookConfiguration and ValidatingWebhookConfiguration NAME whose caBundle tolerator writes',
+  },
+  'certificate-validity': {
+    kind: 'string',
+    placeholder: 'DURATION',
+    help: 'with --certificate-secret: lifetime of the serving certificate, renewed at three quarters of it (default 8760h)',
+  },
+  'certificate-ca-validity': {
+    kind: 'string',
+    placeholder: 'DURATION',
+    help: 'with --certificate-secret: lifetime of the CA, at least twice the certificate’s (default 87600h)',
+  },
   'client-ca-file': {
     kind: 'string',
     placeholder: 'FILE',
@@ -262,11 +288,36 @@ async function serve(argv: readonly string[]): Promise<number> {
     throw new UsageError('--tls-cert-file and --tls-private-key-file go together');
   }
   const certificateFiles = certFile !== undefined && keyFile !== undefined ? { certFile, keyFile } : undefined;
+  const certificateSecret = str('certificate-secret');
+  if (certificateSecret !== undefined && certificateFiles !== undefined) {
+    throw new UsageError(
+      '--certificate-secret and --tls-cert-file exclude each other: tolerator either issues its certificate or reads it',
+    );
+  }
+  // Set once the server exists; a renewal cannot come sooner (the first is due at 3/4 of a lifetime).
+  let onRenewed: (pair: { cert: string; key: string }) => void = () => undefined;
+  const selfManaged =
+    certificateSecret === undefined
+      ? undefined
+      : await startSelfManagedCertificateFlags({
+          secret: certificateSecret,
+          service: str('certificate-service'),
+          webhooks: str('certificate-webhooks'),
+          validity: str('certificate-validity'),
+          caValidity: str('certificate-ca-validity'),
+          kubeConfig,
+          logger,
+          onRenewed: (pair) => {
+            onRenewed(pair);
+          },
+        });
   const certificate =
-    certificateFiles === undefined
-      ? await generateDevelopmentCertificate(new Date())
-      : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
-  if (certificateFiles === undefined) {
+    selfManaged !== undefined
+      ? selfManaged.current()
+      : certificateFiles === undefined
+        ? await generateDevelopmentCertificate(new Date())
+        : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
+  if (certificateFiles === undefined && selfManaged === undefined) {
     logger.warn(
       'no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster',
     );
@@ -343,6 +394,9 @@ async function serve(argv: readonly string[]): Promise<number> {
     metrics,
     maxConnections: limits.maxConnections,
   });
+  onRenewed = (pair) => {
+    server.replaceCertificate(pair);
+  };
   if (clientCa !== undefined) {
     logger.info(
       { file: clientCa.file, certificates: clientCa.bundle.certificates },
@@ -373,6 +427,7 @@ async function serve(argv: readonly string[]): Promise<number> {
         void server.close(graceMs).then(async () => {
           await reviewPool?.close();
           await periodicAudit?.stop();
+          selfManaged?.stop();
           tenancy.close();
           gates.stop();
           await clusterFacts.stop();
@@ -402,6 +457,54 @@ function parseMemoryLimit(text: string): number {
     throw new UsageError(`--memory-limit must be a quantity from 64Mi to 8Pi, got ${JSON.stringify(text)}`);
   }
   return Math.floor(bytes);
+}
+
+/**
+ * `--certificate-secret` and its companions, checked as flags, then the first certificate issued
+ * or read (src/kube/self-managed-certificates.ts) before the server starts with it.
+ */
+async function startSelfManagedCertificateFlags(flags: {
+  secret: string;
+  service: string | undefined;
+  webhooks: string | undefined;
+  validity: string | undefined;
+  caValidity: string | undefined;
+  kubeConfig: import('@kubernetes/client-node').KubeConfig | undefined;
+  logger: Logger;
+  onRenewed: (pair: { cert: string; key: string }) => void;
+}): Promise<import('./kube/self-managed-certificates.js').SelfManagedCertificates> {
+  const [namespace, name, ...extra] = flags.secret.split('/');
+  if (namespace === undefined || namespace === '' || name === undefined || name === '' || extra.length > 0) {
+    throw new UsageError(`--certificate-secret must be NAMESPACE/NAME, got ${JSON.stringify(flags.secret)}`);
+  }
+  if (flags.service === undefined || flags.service === '') {
+    throw new UsageError('--certificate-secret needs --certificate-service: the certificate must name the Service the API server calls');
+  }
+  if (flags.kubeConfig === undefined) {
+    throw new UsageError('--certificate-secret needs a cluster: --kubeconfig, or an in-cluster service account');
+  }
+  const settings = {
+    dnsNames: [`${flags.service}.${namespace}.svc`, `${flags.service}.${namespace}.svc.cluster.local`],
+    leafValidityMs: flags.validity === undefined ? defaultLeafValidityMs : parseDuration('certificate-validity', flags.validity),
+    caValidityMs: flags.caValidity === undefined ? defaultCaValidityMs : parseDuration('certificate-ca-validity', flags.caValidity),
+  };
+  try {
+    checkSettings(settings);
+  } catch (error) {
+    throw new UsageError(`--certificate-validity, --certificate-ca-validity: ${(error as Error).message}`);
+  }
+  const { createApiRequest } = await import('./kube/api-requests.js');
+  const { startSelfManagedCertificates } = await import('./kube/self-managed-certificates.js');
+  return startSelfManagedCertificates({
+    request: createApiRequest(flags.kubeConfig),
+    namespace,
+    secretName: name,
+    ...(flags.webhooks === undefined ? {} : { mutatingWebhook: flags.webhooks, validatingWebhook: flags.webhooks }),
+    settings,
+    now: () => new Date(),
+    logger: flags.logger,
+    onRenewed: flags.onRenewed,
+  });
 }
 
 /** A --client-ca-file that cannot be used is a flag error: the server must not start open. */
