@@ -29,6 +29,7 @@ import {
 } from './cli/options.js';
 import type { Command, CommandIo } from './cli/command.js';
 import { auditCommand, exclusionFlags, readExclusion } from './cli/audit.js';
+import { deleteWebhooksCommand } from './cli/delete-webhooks.js';
 import { createPeriodicAudit, parseAuditInterval, type PeriodicAudit } from './cli/periodic-audit.js';
 import { explainCommand } from './cli/explain.js';
 import { reviewCommand } from './cli/review.js';
@@ -147,6 +148,7 @@ const offlineCommands: ReadonlyMap<string, Command> = new Map([
   ['simulate', simulateCommand],
   ['test', testCommand],
   ['audit', auditCommand],
+  ['delete-webhooks', deleteWebhooksCommand],
 ]);
 
 const commands = `Usage: tolerator <command> [flags]
@@ -158,6 +160,7 @@ Commands:
   simulate  on which nodes pods may schedule, are avoided, or get evicted (--nodes FILE MANIFEST... [-o json])
   test      run a directory of *.test.yaml admission cases, as a CI step; non-zero exit on failure
   audit     every existing pod that breaks a rule, from the cluster or --cluster-state FILE (table or -o json); exit 1 when any does
+  delete-webhooks  delete the webhook configurations NAME (the Helm chart's pre-delete hook)
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
