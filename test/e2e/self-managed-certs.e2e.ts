@@ -36,6 +36,7 @@ import {
   TOLERATOR_USER,
   type Manifest,
 } from '../cluster/tolerator-on-cluster.js';
+import { createApiRequest } from '../../src/kube/api-requests.js';
 import { helmBinary } from '../support/helm-binary.js';
 import { CHART_DIR, ROOT } from '../support/rendered-manifests.js';
 import { startServe, type ServedProcess } from '../support/serve-process.js';
@@ -72,7 +73,7 @@ async function waitFor<T>(what: string, probe: () => Promise<T>, accept: (value:
       last = await probe();
       return accept(last) ? last : undefined;
     },
-    { timeoutMs, intervalMs: 500, describe: () => String(JSON.stringify(last)).slice(0, 2_000) },
+    { timeoutMs, intervalMs: 500, describe: () => JSON.stringify(last).slice(0, 2_000) },
   );
 }
 
@@ -114,7 +115,7 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
     }
     return bundles;
   };
-  /** A dry-run pod in a reviewed namespace, as the API server stores it after both webhooks. */
+  /** A dry-run pod in a reviewed namespace, as the API server stores it after both webhooks (tolerator's memory-pressure toleration in it). */
   const dryRunPod = async (): Promise<Manifest> =>
     createObject(
       objects,
@@ -122,7 +123,8 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
         apiVersion: 'v1',
         kind: 'Pod',
         metadata: { generateName: 'probe-', namespace: 'apps' },
-        spec: { containers: [{ name: 'app', image: 'registry.example/app:1' }] },
+        // Burstable: tolerator adds memory-pressure to every pod but a BestEffort one.
+        spec: { containers: [{ name: 'app', image: 'registry.example/app:1', resources: { requests: { cpu: '100m' } } }] },
       },
       'All',
     );
@@ -174,7 +176,10 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
       await objects.read({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'tolerator', namespace: NAMESPACE } }),
     ) as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
     const args = deployment.spec.template.spec.containers[0]!.args;
-    const flags = args.filter((arg, index) => arg.startsWith('--certificate-') || args[index - 1]?.startsWith('--certificate-') === true);
+    // Its --certificate-* flags, each with its value (`--flag=value`, or `--flag value`).
+    const flags = args.flatMap((arg, index) =>
+      !arg.startsWith('--certificate-') ? [] : arg.includes('=') ? [arg] : [arg, args[index + 1] ?? ''],
+    );
     assert.ok(flags.includes('--certificate-secret'), args.join(' '));
     const identity = await plane.kubeconfigFor(TOLERATOR_USER, TOLERATOR_GROUPS);
     served = await startServe(['--kubeconfig', identity, ...flags, '--bind-address', address!, '--shutdown-delay', '0']);
@@ -303,26 +308,24 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
       assert.match(run.stdout, /validatingwebhookconfigurations\/tolerator deleted/);
       assert.match(run.stdout, /mutatingwebhookconfigurations\/tolerator deleted/);
       await objects.read({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'tolerator', namespace: NAMESPACE } });
-      // What the Job controller would write once the pod succeeded.
+      // What the Job controller would write once the pod succeeded, through the status subresource.
       const now = new Date().toISOString();
-      await objects.replace(
-        {
-          ...job!,
-          status: {
-            startTime: now,
-            completionTime: now,
-            succeeded: 1,
-            conditions: [
-              { type: 'SuccessCriteriaMet', status: 'True', lastProbeTime: now, lastTransitionTime: now },
-              { type: 'Complete', status: 'True', lastProbeTime: now, lastTransitionTime: now },
-            ],
-          },
-        } as k8s.KubernetesObject,
-        undefined,
-        undefined,
-        undefined,
-        undefined,
-      );
+      const request = createApiRequest(clientsFor(plane.kubeconfig).kubeconfig);
+      const statusPath = `/apis/batch/v1/namespaces/${NAMESPACE}/jobs/tolerator-uninstall/status`;
+      const current = (await request('GET', statusPath)).body as Manifest;
+      const written = await request('PUT', statusPath, {
+        ...current,
+        status: {
+          startTime: now,
+          completionTime: now,
+          succeeded: 1,
+          conditions: [
+            { type: 'SuccessCriteriaMet', status: 'True', lastProbeTime: now, lastTransitionTime: now },
+            { type: 'Complete', status: 'True', lastProbeTime: now, lastTransitionTime: now },
+          ],
+        },
+      });
+      assert.equal(written.status, 200, JSON.stringify(written.body));
     } catch (error) {
       uninstall.kill('SIGKILL');
       throw error;
