@@ -35,6 +35,7 @@ import { explainCommand } from './cli/explain.js';
 import { reviewCommand } from './cli/review.js';
 import { testCommand } from './cli/policy-test.js';
 import { simulateCommand } from './cli/simulate.js';
+import { formatVersion, readBuildInfo } from './build-info.js';
 import { createApp } from './http/app.js';
 import { readClientCaBundle, type ClientCaBundle } from './http/client-ca.js';
 import { createMetrics } from './http/metrics.js';
@@ -161,6 +162,7 @@ Commands:
   test      run a directory of *.test.yaml admission cases, as a CI step; non-zero exit on failure
   audit     every existing pod that breaks a rule, from the cluster or --cluster-state FILE (table or -o json); exit 1 when any does
   delete-webhooks  delete the webhook configurations NAME (the Helm chart's pre-delete hook)
+  version   the version, git revision and Node.js version (also --version)
 `;
 
 async function main(argv: readonly string[]): Promise<number> {
@@ -172,6 +174,10 @@ async function main(argv: readonly string[]): Promise<number> {
   switch (command) {
     case 'serve':
       return serve(rest);
+    case '--version':
+    case 'version':
+      process.stdout.write(formatVersion(readBuildInfo(process.env)));
+      return 0;
     case undefined:
     case 'help':
     case '--help':
@@ -222,6 +228,7 @@ async function serve(argv: readonly string[]): Promise<number> {
     featureGateState: () => featureGateState(),
     bodyBytesInFlight: () => bodyBytesInFlight(),
     reviewQueue: () => reviewQueue(),
+    buildInfo: readBuildInfo(process.env),
   });
 
   // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
