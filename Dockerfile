@@ -21,7 +21,12 @@ COPY src/ ./src/
 RUN npm run build
 
 FROM node:22.21.1-bookworm-slim AS runtime
+# The git revision, for tolerator_build_info and `tolerator --version` (src/build-info.ts):
+# `--build-arg REVISION=$(git rev-parse HEAD)`. The version comes from package.json.
+ARG REVISION=unknown
 ENV NODE_ENV=production
+ENV TOLERATOR_REVISION=$REVISION
+LABEL org.opencontainers.image.revision=$REVISION org.opencontainers.image.licenses=Apache-2.0
 WORKDIR /app
 COPY package.json package-lock.json ./
 # Production dependencies only, from the lock file; no lifecycle scripts (no runtime dependency

@@ -26,7 +26,7 @@ const ioModules = [
 /** The edge, as seen from a pure folder one level below src/. */
 const edgeFolders = ['../admission/*', '../http/*', '../kube/*', '../cli/*', '../main.js'];
 
-const pureFolders = ['tolerations', 'scheduling', 'tenancy', 'plugins', 'api', 'validation', 'audit', 'export'];
+const pureFolders = ['tolerations', 'scheduling', 'tenancy', 'plugins', 'api', 'validation', 'audit', 'export', 'certificates'];
 
 /**
  * @param {readonly string[]} extraPatterns

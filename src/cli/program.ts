@@ -15,6 +15,7 @@
 import { Command, CommanderError } from 'commander';
 import { auditCommand } from './audit.js';
 import { checkCommand } from './check.js';
+import { deleteWebhooksCommand } from './delete-webhooks.js';
 import { completionCommand } from './completion.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { exitCodeHelp, exitCodes, exitForError } from './exit-codes.js';
@@ -36,6 +37,7 @@ export const commands: readonly CommandDefinition[] = [
   auditCommand,
   checkCommand,
   exportCommand,
+  deleteWebhooksCommand,
   completionCommand(() => commands),
 ];
 

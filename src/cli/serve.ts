@@ -9,7 +9,9 @@ import { logFormat } from '../http/log-format.js';
 import { startServer } from '../server/start-server.js';
 import { exclusionFlags, readExclusion } from './audit.js';
 import type { CommandDefinition, CommandIo } from './command.js';
-import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
+import { checkSettings, defaultCaValidityMs, defaultLeafValidityMs } from '../certificates/self-managed.js';
+import type { SelfManagedCertificateOptions } from '../server/start-server.js';
+import { parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import {
   admissionFlags,
   checkShutdownSeconds,
@@ -80,6 +82,31 @@ const serveFlags = {
     placeholder: 'NAMESPACE/NAME',
     help: `with --audit-interval: the coordination.k8s.io Lease that elects the one replica that audits (default ${defaultAuditLease}; '' for none: every replica audits)`,
   },
+  'certificate-secret': {
+    kind: 'string',
+    placeholder: 'NAMESPACE/NAME',
+    help: 'issue and rotate the serving certificate itself (no cert-manager): a CA and a leaf kept in this existing Secret; needs a cluster and --certificate-service',
+  },
+  'certificate-service': {
+    kind: 'string',
+    placeholder: 'NAME',
+    help: "with --certificate-secret: the Service in the Secret's namespace the API server calls; the certificate names NAME.NAMESPACE.svc and NAME.NAMESPACE.svc.cluster.local",
+  },
+  'certificate-webhooks': {
+    kind: 'string',
+    placeholder: 'NAME',
+    help: 'with --certificate-secret: the MutatingWebhookConfiguration and ValidatingWebhookConfiguration NAME whose caBundle tolerator writes',
+  },
+  'certificate-validity': {
+    kind: 'string',
+    placeholder: 'DURATION',
+    help: 'with --certificate-secret: lifetime of the serving certificate, renewed at three quarters of it (default 8760h)',
+  },
+  'certificate-ca-validity': {
+    kind: 'string',
+    placeholder: 'DURATION',
+    help: 'with --certificate-secret: lifetime of the CA, at least twice the certificate’s (default 87600h)',
+  },
   ...exclusionFlags,
 } as const satisfies Record<string, FlagSpec>;
 
@@ -144,8 +171,11 @@ async function serve(flags: ParsedFlags, io: CommandIo): Promise<number> {
     }
     audit = { intervalMs, exclusion: readExclusion(flags), lease: parseAuditLease(auditLease ?? defaultAuditLease) };
   }
+  const selfManagedCertificate = readSelfManagedCertificateFlags(str, certFile !== undefined);
   const server = await startServer({
     settings,
+    selfManagedCertificate,
+    buildInfo: io.buildInfo?.(),
     logger,
     port: Number(int('port') ?? 8443n),
     host: str('bind-address'),
@@ -177,4 +207,47 @@ function parseMemoryLimit(text: string): number {
     throw new UsageError(`--memory-limit must be a quantity from 64Mi to 8Pi, got ${JSON.stringify(text)}`);
   }
   return Math.floor(bytes);
+}
+
+/**
+ * `--certificate-secret` and its companions, checked as flags; the certificate itself is issued
+ * or read by startServer (src/kube/self-managed-certificates.ts) before it serves.
+ */
+function readSelfManagedCertificateFlags(
+  str: (name: keyof typeof serveFlags) => string | undefined,
+  hasCertificateFiles: boolean,
+): SelfManagedCertificateOptions | undefined {
+  const secret = str('certificate-secret');
+  if (secret === undefined) {
+    for (const name of ['certificate-service', 'certificate-webhooks', 'certificate-validity', 'certificate-ca-validity'] as const) {
+      if (str(name) !== undefined) throw new UsageError(`--${name} needs --certificate-secret`);
+    }
+    return undefined;
+  }
+  if (hasCertificateFiles) {
+    throw new UsageError(
+      '--certificate-secret and --tls-cert-file exclude each other: tolerator either issues its certificate or reads it',
+    );
+  }
+  const [namespace, name, ...extra] = secret.split('/');
+  if (namespace === undefined || namespace === '' || name === undefined || name === '' || extra.length > 0) {
+    throw new UsageError(`--certificate-secret must be NAMESPACE/NAME, got ${JSON.stringify(secret)}`);
+  }
+  const service = str('certificate-service');
+  if (service === undefined || service === '') {
+    throw new UsageError('--certificate-secret needs --certificate-service: the certificate must name the Service the API server calls');
+  }
+  const validity = str('certificate-validity');
+  const caValidity = str('certificate-ca-validity');
+  const settings = {
+    dnsNames: [`${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`],
+    leafValidityMs: validity === undefined ? defaultLeafValidityMs : parseDuration('certificate-validity', validity),
+    caValidityMs: caValidity === undefined ? defaultCaValidityMs : parseDuration('certificate-ca-validity', caValidity),
+  };
+  try {
+    checkSettings(settings);
+  } catch (error) {
+    throw new UsageError(`--certificate-validity, --certificate-ca-validity: ${(error as Error).message}`);
+  }
+  return { namespace, secretName: name, webhooks: str('certificate-webhooks'), settings };
 }

@@ -56,6 +56,8 @@ export interface MetricsOptions {
   readonly bodyBytesInFlight?: () => number;
   /** Read at every scrape: reviews waiting for a worker. */
   readonly reviewQueue?: () => number;
+  /** tolerator_build_info's labels (src/build-info.ts); no series without it. */
+  readonly buildInfo?: { readonly version: string; readonly revision: string; readonly nodeVersion: string };
 }
 
 export function createMetrics(options: MetricsOptions): Metrics {
@@ -202,6 +204,15 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers: [registry],
     }),
   };
+  if (options.buildInfo !== undefined) {
+    // Always 1: the labels are the information, joined onto other series with `* on(instance) group_left(version)`.
+    new Gauge({
+      name: 'tolerator_build_info',
+      help: 'The running build: version, git revision and Node.js version (always 1).',
+      labelNames: ['version', 'revision', 'node_version'] as const,
+      registers: [registry],
+    }).set({ version: options.buildInfo.version, revision: options.buildInfo.revision, node_version: options.buildInfo.nodeVersion }, 1);
+  }
   // Every reload result is exported from the start, at 0: a series that first appears at 1 has no
   // earlier sample, so increase() over it stays 0 and the first failure would never alert.
   for (const result of ['success', 'failure']) {

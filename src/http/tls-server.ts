@@ -62,6 +62,11 @@ export interface TlsServer {
   address(): AddressInfo;
   /** Re-reads the certificate files; true when a new pair was installed. */
   reloadCertificate(): Promise<boolean>;
+  /**
+   * Serves `pair` from the next handshake on (a certificate tolerator renewed itself, src/kube/self-managed-certificates.ts);
+   * false, and the previous pair kept, when it cannot serve.
+   */
+  replaceCertificate(pair: CertificatePair): boolean;
   /** Re-reads the client CA file; true when a new bundle was installed. */
   reloadClientCa(): Promise<boolean>;
   /**
@@ -179,35 +184,48 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
     };
   }
 
+  /** Installs `next` unless it is the pair already served; throws (the old pair stays) when it cannot serve. */
+  function install(next: CertificatePair): boolean {
+    if (next.cert === current.cert && next.key === current.key) {
+      return false;
+    }
+    const info = inspectCertificatePair(next);
+    const previous = current;
+    current = next;
+    try {
+      server.setSecureContext(secureContext());
+    } catch (error) {
+      current = previous;
+      throw error;
+    }
+    metrics.certificateExpiry.set(info.notAfter.getTime() / 1000);
+    metrics.certificateReloads.inc({ result: 'success' });
+    logger.info({ notAfter: info.notAfter.toISOString(), subjectAltName: info.subjectAltName }, 'serving certificate reloaded');
+    return true;
+  }
+
   async function reloadCertificate(): Promise<boolean> {
     const files = options.certificateFiles;
     if (files === undefined) {
       return false;
     }
-    let next: CertificatePair;
     try {
-      next = await readCertificatePair(files.certFile, files.keyFile);
-      if (next.cert === current.cert && next.key === current.key) {
-        return false;
-      }
-      const info = inspectCertificatePair(next);
-      const previous = current;
-      current = next;
-      try {
-        server.setSecureContext(secureContext());
-      } catch (error) {
-        current = previous;
-        throw error;
-      }
-      metrics.certificateExpiry.set(info.notAfter.getTime() / 1000);
-      metrics.certificateReloads.inc({ result: 'success' });
-      logger.info({ notAfter: info.notAfter.toISOString(), subjectAltName: info.subjectAltName }, 'serving certificate reloaded');
-      return true;
+      return install(await readCertificatePair(files.certFile, files.keyFile));
     } catch (error) {
       // A Secret update writes the files one at a time; a pair caught halfway fails here and the
       // next event or poll installs it once both halves agree. Until then the old pair serves.
       metrics.certificateReloads.inc({ result: 'failure' });
       logger.warn({ err: error }, 'serving certificate not reloaded; the previous certificate keeps serving');
+      return false;
+    }
+  }
+
+  function replaceCertificate(pair: CertificatePair): boolean {
+    try {
+      return install(pair);
+    } catch (error) {
+      metrics.certificateReloads.inc({ result: 'failure' });
+      logger.warn({ err: error }, 'renewed serving certificate not installed; the previous certificate keeps serving');
       return false;
     }
   }
@@ -278,6 +296,7 @@ export async function startTlsServer(options: TlsServerOptions): Promise<TlsServ
     server,
     address: () => server.address() as AddressInfo,
     reloadCertificate,
+    replaceCertificate,
     reloadClientCa,
     close: async (graceMs) => {
       for (const stop of watches) {

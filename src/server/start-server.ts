@@ -24,6 +24,7 @@ import { pipelineFor, startTenancy } from '../cli/runtime.js';
 import { UsageError } from '../cli/flags.js';
 import type { ReviewRunner } from '../admission/run-review.js';
 import { createApp, type Readiness } from '../http/app.js';
+import type { SelfManagedSettings } from '../certificates/self-managed.js';
 import { BodyBudget } from '../http/body-budget.js';
 import { readClientCaBundle, type ClientCaBundle } from '../http/client-ca.js';
 import { createMetrics, type Metrics } from '../http/metrics.js';
@@ -32,8 +33,18 @@ import { startTlsServer, type CertificateFiles } from '../http/tls-server.js';
 import { transportLimits } from '../http/transport-limits.js';
 import { loadClusterStateFile } from '../kube/cluster-state-file.js';
 import { startFeatureGateSource } from '../kube/feature-gate-source.js';
+import type { SelfManagedCertificates } from '../kube/self-managed-certificates.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import { startReviewPool } from './review-pool.js';
+
+/** `serve --certificate-secret …`: tolerator issues and rotates its own serving certificate (src/kube/self-managed-certificates.ts). */
+export interface SelfManagedCertificateOptions {
+  readonly namespace: string;
+  readonly secretName: string;
+  /** The webhook configurations' name (both); else the module's default. */
+  readonly webhooks: string | undefined;
+  readonly settings: SelfManagedSettings;
+}
 
 export interface ServerOptions {
   readonly settings: AdmissionSettings;
@@ -43,6 +54,10 @@ export interface ServerOptions {
   readonly host?: string | undefined;
   /** The serving certificate's files, watched and reloaded; omitted, a development certificate for localhost. */
   readonly certificateFiles?: CertificateFiles | undefined;
+  /** Instead of certificate files: a certificate tolerator issues into a Secret and rotates. */
+  readonly selfManagedCertificate?: SelfManagedCertificateOptions | undefined;
+  /** tolerator_build_info's labels. */
+  readonly buildInfo?: { readonly version: string; readonly revision: string; readonly nodeVersion: string } | undefined;
   readonly clientCaFile?: string | undefined;
   /** The cluster to watch: a kubeconfig file and context, else the in-cluster service account (found through `env`). */
   readonly kubeconfig?: { readonly path?: string | undefined; readonly context?: string | undefined } | undefined;
@@ -122,6 +137,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     featureGateState: () => featureGateState(),
     bodyBytesInFlight: () => bodyBytesInFlight(),
     reviewQueue: () => reviewQueue(),
+    ...(options.buildInfo === undefined ? {} : { buildInfo: options.buildInfo }),
   });
 
   // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
@@ -209,11 +225,37 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   }
 
   const certificateFiles = options.certificateFiles;
+  // Set once the server exists; a renewal cannot come sooner (the first is due at 3/4 of a lifetime).
+  let onRenewed: (pair: { cert: string; key: string }) => void = () => undefined;
+  const selfManagedOptions = options.selfManagedCertificate;
+  let selfManaged: SelfManagedCertificates | undefined;
+  if (selfManagedOptions !== undefined) {
+    if (kubeConfig === undefined)
+      throw new UsageError('--certificate-secret needs a cluster: --kubeconfig, or an in-cluster service account');
+    const { createApiRequest } = await import('../kube/api-requests.js');
+    const { startSelfManagedCertificates } = await import('../kube/self-managed-certificates.js');
+    selfManaged = await startSelfManagedCertificates({
+      request: createApiRequest(kubeConfig),
+      namespace: selfManagedOptions.namespace,
+      secretName: selfManagedOptions.secretName,
+      ...(selfManagedOptions.webhooks === undefined
+        ? {}
+        : { mutatingWebhook: selfManagedOptions.webhooks, validatingWebhook: selfManagedOptions.webhooks }),
+      settings: selfManagedOptions.settings,
+      now: () => new Date(),
+      logger,
+      onRenewed: (pair) => {
+        onRenewed(pair);
+      },
+    });
+  }
   const certificate =
-    certificateFiles === undefined
-      ? await generateDevelopmentCertificate(new Date())
-      : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
-  if (certificateFiles === undefined) {
+    selfManaged !== undefined
+      ? selfManaged.current()
+      : certificateFiles === undefined
+        ? await generateDevelopmentCertificate(new Date())
+        : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
+  if (certificateFiles === undefined && selfManaged === undefined) {
     logger.warn(
       'no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster',
     );
@@ -284,6 +326,9 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     metrics,
     maxConnections: limits.maxConnections,
   });
+  onRenewed = (pair) => {
+    server.replaceCertificate(pair);
+  };
   if (clientCa !== undefined) {
     logger.info(
       { file: clientCa.file, certificates: clientCa.bundle.certificates },
@@ -321,6 +366,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
         // Given up at once, not after the drain: the next replica takes the audit over within one retry.
         const released = auditLease?.stop();
         await new Promise((resolve) => setTimeout(resolve, drain.delayMs));
+        selfManaged?.stop();
         await server.close(drain.graceMs);
         await reviewPool?.close();
         await released;

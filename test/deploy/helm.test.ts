@@ -14,7 +14,8 @@ import { MutatingWebhookConfiguration, ValidatingWebhookConfiguration } from 'ku
 import { NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { ClusterRole, ClusterRoleBinding, Role, RoleBinding } from 'kubernetes-models/rbac.authorization.k8s.io/v1';
-import { ConfigMap, Namespace, ResourceQuota, Service, ServiceAccount } from 'kubernetes-models/v1';
+import { Job } from 'kubernetes-models/batch/v1';
+import { ConfigMap, Namespace, ResourceQuota, Secret, Service, ServiceAccount } from 'kubernetes-models/v1';
 import { Certificate, Issuer } from '@kubernetes-models/cert-manager/cert-manager.io/v1';
 import { PrometheusRule, ServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1';
 import { featureGateNames } from '../../src/api/feature-gates.js';
@@ -66,6 +67,9 @@ function templateError(args: readonly string[]): string {
 }
 
 const names = (objects: readonly KubeObject[]): string[] => objects.map((o) => `${o.kind}/${o.metadata.name}`).sort();
+/** A Helm hook (the pre-delete Job and its grant): run around the release, not part of it. */
+const isHook = (object: KubeObject): boolean => object.metadata.annotations?.['helm.sh/hook'] !== undefined;
+const releaseObjects = (objects: readonly KubeObject[]): KubeObject[] => objects.filter((object) => !isHook(object));
 
 type Model = new (data: never) => { validate(): void };
 const MODELS: Readonly<Record<string, Model>> = {
@@ -75,6 +79,8 @@ const MODELS: Readonly<Record<string, Model>> = {
   ClusterRoleBinding,
   Role,
   RoleBinding,
+  Secret,
+  Job,
   ConfigMap,
   ResourceQuota,
   Service,
@@ -118,6 +124,7 @@ describe('helm', { skip: skipHelm }, () => {
     ['its defaults', []],
     ['every option', ['--values', join(FIXTURES, 'every-option.yaml')]],
     ['a provided certificate', ['--values', join(FIXTURES, 'provided-certificate.yaml')]],
+    ['self-managed certificates', ['--set', 'certificates.mode=selfManaged']],
   ] as const) {
     it(`lints the chart with --strict, with ${what}`, () => {
       const run = runHelm(['lint', '--strict', CHART_DIR, '--namespace', NAMESPACE, '--kube-version', KUBE_VERSION, ...args]);
@@ -140,7 +147,7 @@ describe('helm template with the defaults', { skip: skipHelm }, () => {
   it('renders every object deploy/base has but the Namespace, under the same names', () => {
     // A chart cannot create the namespace it is installed into (helm stores the release there
     // first): `helm install --create-namespace`, then the README's labels for Pod Security.
-    assert.deepEqual(names(objects), [
+    assert.deepEqual(names(releaseObjects(objects)), [
       'Certificate/tolerator-ca',
       'Certificate/tolerator-serving',
       'ClusterRole/tolerator',
@@ -386,12 +393,12 @@ describe('helm template with a provided certificate', { skip: skipHelm }, () => 
 
   it('refuses to render without the Secret or the CA bundle', () => {
     assert.match(
-      templateError(['--set', 'certManager.enabled=false', '--set', 'tls.caBundle=AAAA']),
-      /tls\.existingSecret is required when certManager\.enabled is false/,
+      templateError(['--set', 'certificates.mode=existingSecret', '--set', 'tls.caBundle=AAAA']),
+      /tls\.existingSecret is required with certificates\.mode=existingSecret/,
     );
     assert.match(
-      templateError(['--set', 'certManager.enabled=false', '--set', 'tls.existingSecret=s']),
-      /tls\.caBundle is required when certManager\.enabled is false/,
+      templateError(['--set', 'certificates.mode=existingSecret', '--set', 'tls.existingSecret=s']),
+      /tls\.caBundle is required with certificates\.mode=existingSecret/,
     );
   });
 });
@@ -421,6 +428,162 @@ describe('helm template under another release name and namespace', { skip: skipH
         'platform-system',
       ]);
     }
+  });
+});
+
+describe('helm template with self-managed certificates (certificates.mode=selfManaged)', { skip: skipHelm }, () => {
+  const objects = skipHelm ? [] : template(['--set', 'certificates.mode=selfManaged']);
+
+  it('renders no cert-manager object, an empty Opaque Secret for tolerator to fill, and passes the schemas', () => {
+    assert.deepEqual(
+      objects.filter((o) => o.apiVersion.startsWith('cert-manager.io/')),
+      [],
+    );
+    const secret = find(objects, 'Secret', 'tolerator-tls');
+    assert.equal(secret.type, 'Opaque');
+    assert.equal(secret.data, undefined, 'no data: helm upgrade must leave what tolerator wrote');
+    assertSchemaValid(objects);
+  });
+
+  it('grants get and update on that one Secret and those two webhook configurations, by name, and nothing else', () => {
+    assert.deepEqual(at(find(objects, 'Role', 'tolerator-certificates'), 'rules'), [
+      { apiGroups: [''], resources: ['secrets'], resourceNames: ['tolerator-tls'], verbs: ['get', 'update'] },
+    ]);
+    assert.deepEqual(at(find(objects, 'ClusterRole', 'tolerator-certificates'), 'rules'), [
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+        resourceNames: ['tolerator'],
+        verbs: ['get', 'update'],
+      },
+    ]);
+    for (const kind of ['RoleBinding', 'ClusterRoleBinding']) {
+      assert.deepEqual(at(find(objects, kind, 'tolerator-certificates'), 'subjects'), [
+        { kind: 'ServiceAccount', name: 'tolerator', namespace: 'tolerator-system' },
+      ]);
+    }
+  });
+
+  it('runs serve with --certificate-secret instead of certificate files, and mounts no certificate', () => {
+    const args = container(objects).args as string[];
+    assert.deepEqual(args.slice(3, 10), [
+      '--certificate-secret',
+      'tolerator-system/tolerator-tls',
+      '--certificate-service',
+      'tolerator',
+      '--certificate-webhooks=tolerator',
+      '--certificate-validity=8760h',
+      '--certificate-ca-validity=87600h',
+    ]);
+    assert.ok(!args.includes('--tls-cert-file'));
+    const volumes = at(find(objects, 'Deployment', 'tolerator'), 'spec.template.spec.volumes') as { name: string }[];
+    assert.deepEqual(
+      volumes.map((volume) => volume.name),
+      ['policies', 'tmp'],
+    );
+  });
+
+  it('leaves both webhooks without caBundle or cainjector annotation: tolerator writes the caBundle', () => {
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+      const configuration = find(objects, kind, 'tolerator');
+      assert.equal(configuration.metadata.annotations, undefined, kind);
+      assert.equal(at(configuration, 'webhooks.0.clientConfig.caBundle'), undefined, kind);
+    }
+  });
+
+  it('refuses a lifetime that is not a duration', () => {
+    assert.match(templateError(['--set', 'certificates.mode=selfManaged', '--set', 'certificates.selfManaged.validity=1year']), /validity/);
+    assert.match(templateError(['--set', 'certificates.mode=selfManaged-ish']), /certificates\.mode/);
+  });
+});
+
+describe('the self-managed chart agrees with kubectl kustomize deploy/overlays/self-managed-certs', { skip: skipKustomize }, () => {
+  const chart = skipKustomize ? [] : releaseObjects(template(['--set', 'certificates.mode=selfManaged']));
+  const kustomize = skipKustomize ? [] : renderKustomize(join(ROOT, 'deploy', 'overlays', 'self-managed-certs'));
+
+  it('on the server contract, the webhooks, the Secret and the certificate grants', () => {
+    assert.deepEqual(serverContract(chart), serverContract(kustomize));
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+      assert.deepEqual(webhooksOf(chart, kind), webhooksOf(kustomize, kind));
+      assert.equal(
+        find(kustomize, kind, 'tolerator').metadata.annotations,
+        undefined,
+        `${kind}: the overlay drops cainjector's annotation`,
+      );
+    }
+    assert.deepEqual(
+      pick(find(chart, 'Secret', 'tolerator-tls'), ['type', 'data']),
+      pick(find(kustomize, 'Secret', 'tolerator-tls'), ['type', 'data']),
+    );
+    for (const kind of ['Role', 'ClusterRole']) {
+      assert.deepEqual(
+        at(find(chart, kind, 'tolerator-certificates'), 'rules'),
+        at(find(kustomize, kind, 'tolerator-certificates'), 'rules'),
+      );
+    }
+    assert.deepEqual(
+      kustomize.filter((o) => o.apiVersion.startsWith('cert-manager.io/')),
+      [],
+    );
+  });
+});
+
+describe('helm uninstall deletes the webhook configurations first (the pre-delete hook)', { skip: skipHelm }, () => {
+  const objects = skipHelm ? [] : template();
+  const hooks = objects.filter(isHook);
+
+  it('runs `tolerator delete-webhooks` from tolerator’s own image, after its grant exists', () => {
+    assert.deepEqual(names(hooks), [
+      'ClusterRole/tolerator-uninstall',
+      'ClusterRoleBinding/tolerator-uninstall',
+      'Job/tolerator-uninstall',
+      'ServiceAccount/tolerator-uninstall',
+    ]);
+    for (const hook of hooks) {
+      assert.equal(hook.metadata.annotations?.['helm.sh/hook'], 'pre-delete', hook.kind);
+      assert.equal(hook.metadata.annotations['helm.sh/hook-delete-policy'], 'before-hook-creation,hook-succeeded', hook.kind);
+      assert.equal(hook.metadata.annotations['helm.sh/hook-weight'], hook.kind === 'Job' ? '0' : '-10', hook.kind);
+    }
+    const job = find(objects, 'Job', 'tolerator-uninstall');
+    const [hookContainer] = at(job, 'spec.template.spec.containers') as Record<string, unknown>[];
+    assert.equal(hookContainer?.image, container(objects).image);
+    assert.deepEqual(hookContainer?.args, ['delete-webhooks', '--name', 'tolerator']);
+    assert.equal(at(job, 'spec.template.spec.serviceAccountName'), 'tolerator-uninstall');
+    assert.equal(at(job, 'spec.template.spec.restartPolicy'), 'Never');
+  });
+
+  it('may delete those two configurations by name and nothing else', () => {
+    assert.deepEqual(at(find(objects, 'ClusterRole', 'tolerator-uninstall'), 'rules'), [
+      {
+        apiGroups: ['admissionregistration.k8s.io'],
+        resources: ['mutatingwebhookconfigurations', 'validatingwebhookconfigurations'],
+        resourceNames: ['tolerator'],
+        verbs: ['delete'],
+      },
+    ]);
+  });
+
+  it('pulls the hook’s image with the chart’s imagePullSecrets', () => {
+    const withSecrets = template(['--set', 'imagePullSecrets[0].name=registry-credentials']);
+    for (const name of ['tolerator', 'tolerator-uninstall']) {
+      const kind = name === 'tolerator' ? 'Deployment' : 'Job';
+      assert.deepEqual(at(find(withSecrets, kind, name), 'spec.template.spec.imagePullSecrets'), [{ name: 'registry-credentials' }], kind);
+    }
+  });
+
+  it('renders no hook with uninstallHook.enabled=false', () => {
+    assert.deepEqual(template(['--set', 'uninstallHook.enabled=false']).filter(isHook), []);
+  });
+});
+
+describe('helm lint into the default namespace', { skip: skipHelm }, () => {
+  it('fails with the reason, where lint mode turns the chart’s `fail` into an [INFO] line and exit 0', () => {
+    const run = runHelm(['lint', CHART_DIR, '--kube-version', KUBE_VERSION]);
+    assert.equal(run.status, 1, `${run.stdout}\n${run.stderr}`);
+    assert.match(
+      run.stdout,
+      /\[ERROR\] templates\/namespace-guard\.yaml: .*release namespace default.*install into a namespace of its own \(--namespace tolerator-system\)/,
+    );
   });
 });
 
@@ -628,7 +791,7 @@ function withoutReleaseLabel(value: unknown): unknown {
 }
 
 describe('the chart’s default render agrees with kubectl kustomize deploy/', { skip: skipKustomize }, () => {
-  const chart = skipKustomize ? [] : template();
+  const chart = skipKustomize ? [] : releaseObjects(template());
   const kustomize = skipKustomize ? [] : renderKustomize(join(ROOT, 'deploy'));
 
   for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {

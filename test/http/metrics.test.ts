@@ -20,4 +20,13 @@ describe('createMetrics', () => {
     assert.match(text, /^tolerator_certificate_reloads_total\{result="failure"\} 1$/m);
     assert.match(text, /^tolerator_certificate_reloads_total\{result="success"\} 0$/m);
   });
+
+  it('exports tolerator_build_info at 1 with the version, revision and Node.js version as labels', async () => {
+    const metrics = createMetrics({
+      collectProcessMetrics: false,
+      buildInfo: { version: '0.1.0', revision: '0123abc', nodeVersion: 'v20.20.2' },
+    });
+    const text = await metrics.registry.getSingleMetricAsString('tolerator_build_info');
+    assert.match(text, /^tolerator_build_info\{version="0\.1\.0",revision="0123abc",node_version="v20\.20\.2"\} 1$/m);
+  });
 });

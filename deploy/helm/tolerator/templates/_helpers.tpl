@@ -31,12 +31,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end -}}
 {{- end -}}
 
-{{/* The Secret holding tls.crt and tls.key: cert-manager's, or the one provided. */}}
+{{/* The Secret holding tls.crt and tls.key (and ca.crt): cert-manager's or tolerator's own, or the one provided. */}}
 {{- define "tolerator.tlsSecretName" -}}
-{{- if .Values.certManager.enabled -}}
-{{- printf "%s-tls" (include "tolerator.fullname" .) -}}
+{{- if eq .Values.certificates.mode "existingSecret" -}}
+{{- required "tls.existingSecret is required with certificates.mode=existingSecret" .Values.tls.existingSecret -}}
 {{- else -}}
-{{- required "tls.existingSecret is required when certManager.enabled is false" .Values.tls.existingSecret -}}
+{{- printf "%s-tls" (include "tolerator.fullname" .) -}}
 {{- end -}}
 {{- end -}}
 
@@ -60,15 +60,14 @@ clientConfig:
     namespace: {{ .root.Release.Namespace }}
     path: {{ .path }}
     port: 443
-  {{- if not .root.Values.certManager.enabled }}
-  caBundle: {{ required "tls.caBundle is required when certManager.enabled is false" .root.Values.tls.caBundle }}
+  {{- if eq .root.Values.certificates.mode "existingSecret" }}
+  caBundle: {{ required "tls.caBundle is required with certificates.mode=existingSecret" .root.Values.tls.caBundle }}
   {{- end }}
+  {{- /* selfManaged: no caBundle here; tolerator writes it, and Helm's three-way merge leaves it alone on upgrade (the chart never sets the field). */}}
 {{- end -}}
 
 {{- define "tolerator.webhookSelectors" -}}
-{{- if eq .Release.Namespace "default" }}
-{{- fail "the release namespace is never reviewed, and \"default\" holds ordinary workloads: install into a namespace of its own (--namespace tolerator-system)" }}
-{{- end }}
+{{- /* A release in "default" is refused by templates/namespace-guard.yaml. */}}
 namespaceSelector:
   matchExpressions:
     # Never reviewed, so that failurePolicy Fail cannot lock the cluster or tolerator itself out.
@@ -90,7 +89,7 @@ matchConditions:
 {{- end -}}
 
 {{- define "tolerator.webhookAnnotations" -}}
-{{- if .Values.certManager.enabled }}
+{{- if eq .Values.certificates.mode "certManager" }}
 annotations:
   # cainjector keeps every webhook's caBundle equal to the serving Secret's ca.crt.
   cert-manager.io/inject-ca-from: {{ .Release.Namespace }}/{{ include "tolerator.fullname" . }}-serving
