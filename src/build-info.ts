@@ -20,8 +20,7 @@ export interface BuildInfo {
 
 declare const TOLERATOR_BUILD: { readonly version: string; readonly revision: string } | undefined;
 
-export function readBuildInfo(env: Readonly<Record<string, string | undefined>>): BuildInfo {
-  const nodeVersion = process.version;
+export function readBuildInfo(env: Readonly<Record<string, string | undefined>>, nodeVersion: string): BuildInfo {
   if (typeof TOLERATOR_BUILD !== 'undefined') return { ...TOLERATOR_BUILD, nodeVersion };
   let version = 'unknown';
   try {

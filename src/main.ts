@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { setFlagsFromString } from 'node:v8';
 import { pino, type Logger } from 'pino';
 import type { BuildInfo, CommandIo } from './cli/command.js';
+import { readBuildInfo } from './build-info.js';
 import { runCli } from './cli/program.js';
 import { logFormat } from './http/log-format.js';
 
@@ -28,10 +29,14 @@ setFlagsFromString('--enable-experimental-regexp-engine-on-excessive-backtracks'
 /** The repository or package root: one level above src/main.ts and dist/main.js alike. */
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 
-/** The version from package.json; the commit from a REVISION file a release writes, else from git, else unknown. */
+/**
+ * The version (src/build-info.ts: the release's baked-in values, else package.json); the revision
+ * from TOLERATOR_REVISION (the image's build argument), else a REVISION file, else git, else unknown.
+ */
 function buildInfo(): BuildInfo {
-  const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version?: string }).version ?? 'unknown';
-  let revision = 'unknown';
+  const info = readBuildInfo(process.env, process.version);
+  if (info.revision !== 'unknown') return info;
+  let revision: string;
   try {
     revision = readFileSync(join(root, 'REVISION'), 'utf8').trim();
   } catch {
@@ -41,7 +46,7 @@ function buildInfo(): BuildInfo {
       revision = 'unknown (not a release build, and no git checkout)';
     }
   }
-  return { version, revision, nodeVersion: process.version };
+  return { ...info, revision };
 }
 
 let inputLog: Logger | undefined;
