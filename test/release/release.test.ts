@@ -78,7 +78,8 @@ describe('npm run release', { skip }, () => {
     assert.equal(printed.status, 0, printed.stderr);
     assert.match(
       printed.stdout,
-      new RegExp(`^tolerator ${version.replaceAll('.', '\\.')} \\(revision ${head}(-dirty)?, Node\\.js v\\d+\\.\\d+\\.\\d+\\)\\n$`),
+      // The program's --version (src/cli/program.ts): the revision baked in by the release.
+      new RegExp(`^tolerator ${version.replaceAll('.', '\\.')}\\ncommit: ${head}(-dirty)?\\nnode: v\\d+\\.\\d+\\.\\d+\\n$`),
     );
     const review = join(ROOT, 'examples', 'review-burstable-pod.json');
     const fromExecutable = spawnSync(executable, ['review', review], { encoding: 'utf8' });
