@@ -16,7 +16,7 @@ import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
+import { offlinePipeline } from './runtime.js';
 
 /** Why each plugin changes a pod, in one sentence a person can act on. */
 
@@ -316,13 +316,8 @@ export const explainCommand: CommandDefinition = {
 async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const settings = readAdmissionSettings(flags);
   const output = (flags.values.get('output') as 'text' | 'json' | 'yaml' | undefined) ?? 'text';
-  const logger = io.log();
-  const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
-    logger.warn({ source: settings.clusterStateFile }, warning);
-  });
-  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
-  const pipeline = pipelineFor(settings, clusterFacts, tenancy.current);
-  const cautions = policyCautionLines(tenancy.current());
+  const { pipeline, policies } = offlinePipeline(settings, io);
+  const cautions = policyCautionLines(policies());
   if (output === 'text') {
     for (const line of cautions) io.stdout(`${line}\n\n`);
   } else {

@@ -10,7 +10,7 @@ import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import { applyJsonPatch } from './policy-test.js';
-import { offlineClusterFacts, pipelineFor, startTenancy } from './runtime.js';
+import { offlinePipeline } from './runtime.js';
 
 export const reviewFlags = {
   webhook: {
@@ -55,14 +55,10 @@ export const reviewCommand: CommandDefinition = {
 async function review(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const settings = readAdmissionSettings(flags);
   const sides = reviewSides(flags.values.get('webhook') as string | undefined);
-  const logger = io.log();
-  const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
-    logger.warn({ source: settings.clusterStateFile }, warning);
-  });
-  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
+  const { pipeline } = offlinePipeline(settings, io);
   const input = readReviewInput(flags.positionals[0], io);
   const output = (flags.values.get('output') as ReviewOutput | undefined) ?? 'review';
-  const { response, decision, parsed } = await runReview(pipelineFor(settings, clusterFacts, tenancy.current), input, sides);
+  const { response, decision, parsed } = await runReview(pipeline, input, sides);
   const object = parsed.attributes.object;
   if ((output === 'patch' || output === 'object') && !decision.allowed) {
     io.stderr(`tolerator review: denied: ${response.response.status?.message ?? ''}\n`);

@@ -16,6 +16,7 @@ import { loadPolicyDirectory, watchPolicyDirectory } from '../tenancy/policy-dir
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import { formatPolicyLoadError } from '../tenancy/policy.js';
 import { UsageError } from './flags.js';
+import type { CommandIo } from './command.js';
 import type { AdmissionSettings } from './options.js';
 
 export interface Tenancy {
@@ -94,6 +95,23 @@ export function offlineClusterFacts(
   warn: (warning: string) => void,
 ): ClusterFacts {
   return file === undefined ? emptyClusterFacts : staticClusterFacts(readClusterState(file, readFile, warn));
+}
+
+/**
+ * The pipeline an offline command decides with (`review`, `explain`): `--cluster-state` read, its
+ * warnings in the command's log, and `--policies` loaded once, not watched. Refuses broken inputs
+ * as `serve` refuses them at start.
+ */
+export function offlinePipeline(
+  settings: AdmissionSettings,
+  io: Pick<CommandIo, 'readFile' | 'log'>,
+): { pipeline: Pipeline; policies: () => PolicySet } {
+  const logger = io.log();
+  const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
+    logger.warn({ source: settings.clusterStateFile }, warning);
+  });
+  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
+  return { pipeline: pipelineFor(settings, clusterFacts, tenancy.current), policies: tenancy.current };
 }
 
 /** A policy that loads but lets tenants decide for themselves is served, and said so in the log, each time it loads. */

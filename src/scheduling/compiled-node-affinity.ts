@@ -1,5 +1,6 @@
 /**
- * The scheduler's NodeAffinity filter (./required-node-affinity.ts states its rules) for one pod
+ * The compiled node-affinity matcher, the twin of the reference matcher (./reference-node-affinity.ts,
+ * which states the rules): the scheduler's NodeAffinity filter for one pod
  * against many nodes: the pod's `nodeSelector` and required terms are read and checked once, into
  * indexes, so that each node then costs O(its labels + the index entries its labels reach) rather
  * than O(the pod's terms × expressions × values). matchRequiredNodeAffinity stays the plain
@@ -29,7 +30,7 @@
  */
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 import { parseInt64 } from '../api/go-strconv.js';
-import { fieldRequirementErrors, visitLabelRequirementErrors } from './required-node-affinity.js';
+import { fieldRequirementErrors, visitLabelRequirementErrors } from './reference-node-affinity.js';
 import { clip, listValues, maxReasonChars } from './warning-text.js';
 import type { WorkBudget } from './work-budget.js';
 
@@ -341,7 +342,7 @@ function countOf(ids: Ids | undefined): number {
 interface TermIndex {
   matches(node: Node, labels: Readonly<Record<string, string>>, budget: WorkBudget): boolean | undefined;
   /**
-   * termFailure of ./required-node-affinity.ts on a compiled term: why it does not match (after
+   * termFailure of ./reference-node-affinity.ts on a compiled term: why it does not match (after
    * `nodeSelectorTerms[i]`), undefined when it matches, null when the budget ran out. Pays one
    * unit per requirement looked at.
    */

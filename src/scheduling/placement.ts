@@ -11,7 +11,7 @@
  * - TaintToleration (filter) — every NoSchedule and NoExecute taint must be tolerated.
  * - TaintToleration (score) — an untolerated PreferNoSchedule taint leaves the node feasible but
  *   scored lower: `preferred` is false.
- * - NodeAffinity — `spec.nodeSelector` and the required node affinity (./required-node-affinity.ts).
+ * - NodeAffinity — `spec.nodeSelector` and the required node affinity (./reference-node-affinity.ts).
  * - Taint eviction — ./noexecute-eviction.ts.
  *
  * With `running`, the pod is taken as already running on the node. Everything "during scheduling"
@@ -26,7 +26,7 @@ import type { Node, Pod, Taint } from '../api/types.js';
 import { TaintKey } from '../api/types.js';
 import { tolerationsTolerateTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
 import { describeTaint, noExecuteOutcome } from './noexecute-eviction.js';
-import { matchRequiredNodeAffinity } from './required-node-affinity.js';
+import { matchRequiredNodeAffinity } from './reference-node-affinity.js';
 
 export interface Placement {
   readonly node: string;

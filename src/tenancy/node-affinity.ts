@@ -13,7 +13,7 @@
  */
 import { clipText, listedItems, spellOut } from '../api/text-bounds.js';
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
-import { integerBoundMatches } from '../scheduling/required-node-affinity.js';
+import { integerBoundMatches } from '../scheduling/reference-node-affinity.js';
 
 const termsPath = 'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
 

@@ -13,7 +13,7 @@ import type { Node, NodeSelectorRequirement, NodeSelectorTerm, Pod, PodSpec, Tai
 import { compileNodeAffinity } from '../../src/scheduling/compiled-node-affinity.js';
 import { compilePlacement } from '../../src/scheduling/compiled-placement.js';
 import { evaluatePlacement } from '../../src/scheduling/placement.js';
-import { matchRequiredNodeAffinity } from '../../src/scheduling/required-node-affinity.js';
+import { matchRequiredNodeAffinity } from '../../src/scheduling/reference-node-affinity.js';
 import { schedulingWarnings } from '../../src/scheduling/scheduling-warnings.js';
 import { canonicalInt64, indexTolerations } from '../../src/scheduling/toleration-index.js';
 import { maxReasonChars } from '../../src/scheduling/warning-text.js';

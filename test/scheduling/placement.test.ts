@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import type { Node, NodeSelectorTerm, Pod, Taint, Toleration } from '../../src/api/types.js';
 import { noExecuteOutcome } from '../../src/scheduling/noexecute-eviction.js';
 import { evaluatePlacement } from '../../src/scheduling/placement.js';
-import { matchRequiredNodeAffinity } from '../../src/scheduling/required-node-affinity.js';
+import { matchRequiredNodeAffinity } from '../../src/scheduling/reference-node-affinity.js';
 import { schedulingWarnings } from '../../src/scheduling/scheduling-warnings.js';
 
 const gateOn = { TaintTolerationComparisonOperators: true };

@@ -1,4 +1,9 @@
 /**
+ * The reference node-affinity matcher, one of a pair: a plain transcription of upstream, the
+ * oracle of the property tests and what `tolerator simulate` judges with. Its twin, the compiled
+ * matcher (./compiled-node-affinity.ts), answers the same for one pod against many nodes in time
+ * the SchedulingWarnings budget can pay.
+ *
  * The scheduler's NodeAffinity filter: does a node satisfy a pod's `spec.nodeSelector` and its
  * required node affinity? Read from k8s.io/component-helpers/scheduling/corev1/nodeaffinity
  * (`GetRequiredNodeAffinity`, `LazyErrorNodeSelector`) and k8s.io/apimachinery/pkg/labels
