@@ -271,6 +271,13 @@ function send(server: RunningServer, agent: Agent, review: WorstReview, body: st
         res.on('end', () => {
           const ms = performance.now() - started;
           const text = Buffer.concat(chunks).toString('utf8');
+          if (res.statusCode === 500) {
+            // Undecided: the server answered within its bounds and the webhook's failurePolicy
+            // applies (a review worker's heap exhausted, a deadline): a row that misses its target.
+            const message = (JSON.parse(text) as { message?: unknown }).message;
+            resolve({ ms, answer: `undecided: HTTP 500 (${typeof message === 'string' ? message.slice(0, 120) : 'no message'})` });
+            return;
+          }
           if (res.statusCode !== 200) {
             reject(new Error(`${review.shape} ${review.path}: HTTP ${res.statusCode}: ${text.slice(0, 300)}`));
             return;
@@ -316,6 +323,7 @@ export function worstSection(rows: readonly WorstRow[], header: readonly string[
   const missed = new Map<string, string>();
   for (const row of rows) {
     const over = [
+      ...(row.answer.startsWith('undecided') ? ['undecided'] : []),
       ...(row.maxMs < worstTargets.ms ? [] : [`+${Math.round(row.maxMs - worstTargets.ms).toLocaleString('en-US')} ms`]),
       ...(row.heapAboveIdleMib < worstTargets.heapMib ? [] : [`+${(row.heapAboveIdleMib - worstTargets.heapMib).toFixed(1)} MiB`]),
     ];
