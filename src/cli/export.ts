@@ -40,7 +40,7 @@ export const exportCommand: CommandDefinition = {
     'the same rules as MutatingAdmissionPolicy and ValidatingAdmissionPolicy manifests, for running without a webhook (docs/without-a-webhook.md)',
   flags: exportFlags,
   details:
-    'A configuration the policies cannot reproduce exactly (PodNodeSelector, cluster toleration lists, TenancyPolicy) is refused with exit code 2 and the reason, and nothing is written.',
+    'A configuration the policies cannot reproduce exactly (PodNodeSelector, cluster toleration lists, a TenancyPolicy whose rules are not namespace labels, more than one TenancyPolicy) is refused with exit code 2 and the reason, and nothing is written.',
   outcomes: { ok: 'the manifests were written' },
   run: (flags, io) =>
     new Promise((resolve) => {
@@ -62,7 +62,7 @@ function runExport(flags: ParsedFlags, io: CommandIo): number {
     unreachableSeconds: settings.unreachableSeconds,
     podTolerationRestriction: settings.podTolerationRestriction,
     podNodeSelectorConfigured: settings.podNodeSelector !== emptyPodNodeSelectorConfig,
-    tenancyPolicies: policies.map((policy) => policy.name),
+    tenancyPolicies: policies,
     gates: settings.gates,
   });
   if (result.refusals !== undefined) {

@@ -19,8 +19,13 @@
  *   already checks (src/plugins/toleration-validation.ts), so nothing is exported for it.
  * - SchedulingWarnings reads Nodes, which no admission policy can: only warnings are lost (it
  *   never changes or refuses a pod), so it is left out with a note.
- * - TenancyPolicy documents are refused: the guarantee's nodeName check reads the named Node, and
- *   an admission policy reads no Node.
+ * - DedicatedNodes, for one TenancyPolicy whose group, exempt and infrastructure rules each read
+ *   one namespace label (src/export/tenancy-cel.ts; any other shape, or more than one policy, is
+ *   refused): the pair joins the MutatingAdmissionPolicy (the group toleration as the last
+ *   toleration step, the webhook's plugin order; the group requirement as a second JSONPatch
+ *   mutation), and the guarantee is a ValidatingAdmissionPolicy of its own. Its nodeName rule is
+ *   stricter than the webhook's, which reads the named Node: no admission policy reads Nodes.
+ *   Pods only: workload templates are not reviewed (docs/without-a-webhook.md says what follows).
  * - PodNodeSelector and PodTolerationRestriction's cluster lists are refused: export does not
  *   translate them (the reasons are in `refusals`).
  */
@@ -34,6 +39,15 @@ import {
   type PodTolerationRestrictionConfig,
 } from '../plugins/pod-toleration-restriction.js';
 import type { PluginName } from '../plugins/plugin.js';
+import type { TenancyPolicy } from '../tenancy/policy.js';
+import {
+  groupRequirementPatchCel,
+  recognizeTenancyPolicy,
+  tenancyValidations,
+  tenancyVariables,
+  withGroupTolerationCel,
+  type LabelTenancy,
+} from './tenancy-cel.js';
 import {
   addOrUpdateCel,
   appendMissingCel,
@@ -56,8 +70,8 @@ export interface ExportSettings {
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
   /** Whether `--admission-config` configured PodNodeSelector (a cluster default or whitelists). */
   readonly podNodeSelectorConfigured: boolean;
-  /** The names of the loaded TenancyPolicy documents. */
-  readonly tenancyPolicies: readonly string[];
+  /** The loaded TenancyPolicy documents. */
+  readonly tenancyPolicies: readonly TenancyPolicy[];
   readonly gates: FeatureGates;
 }
 
@@ -85,6 +99,7 @@ export type ExportResult =
 export const exportedNames = {
   mutating: 'tolerator.dev-tolerations',
   validating: 'tolerator.dev-namespace-toleration-annotations',
+  tenancy: 'tolerator.dev-tenancy',
 } as const;
 
 /**
@@ -137,12 +152,17 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     });
   }
   // As serve: the policies decide only while DedicatedNodes is enabled.
-  for (const name of enabled.has('DedicatedNodes') ? settings.tenancyPolicies : []) {
+  const policies = enabled.has('DedicatedNodes') ? settings.tenancyPolicies : [];
+  let tenancy: LabelTenancy | undefined;
+  if (policies.length > 1) {
     refusals.push({
-      subject: `TenancyPolicy ${name}`,
-      reason:
-        "not exported: the tenancy guarantee refuses a pod whose spec.nodeName names another group's node, which needs that Node's labels and taints, and an admission policy can read no Node (only the object, its namespace and parameters); without it a tenant could pin a pod past the dedicated taints. Keep the webhook for tenancy",
+      subject: 'DedicatedNodes',
+      reason: `not exported: ${policies.length} TenancyPolicies (${policies.map((policy) => policy.name).join(', ')}); export translates one, as the webhook's resolution of a namespace that two policies put in different groups (a conflict, refused or warned) is not written in CEL. Keep the webhook, or keep one policy`,
     });
+  } else if (policies[0] !== undefined) {
+    const recognized = recognizeTenancyPolicy(policies[0]);
+    if ('reason' in recognized) refusals.push({ subject: `TenancyPolicy ${policies[0].name}`, reason: recognized.reason });
+    else tenancy = recognized;
   }
   if (refusals.length > 0) {
     return { refusals };
@@ -158,7 +178,14 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     );
   }
 
-  const { variables, mutations } = tolerationSteps(settings, enabled);
+  if (tenancy !== undefined) {
+    notes.push(
+      `TenancyPolicy ${tenancy.name}: spec.nodeName is judged more strictly than by the webhook (which reads the named Node): a pod that names a node at create is refused unless its namespace is infrastructure and the pod no tenant`,
+      `TenancyPolicy ${tenancy.name}: pods only; workload templates are not reviewed (their pods are), and a DaemonSet template in a tenant namespace is not given the pair`,
+    );
+  }
+
+  const { variables, mutations } = tolerationSteps(settings, enabled, tenancy);
 
   const documents: Manifest[] = [];
   const mutatingApi = mutatingPolicyApiVersion(settings.kubernetesVersion);
@@ -190,6 +217,7 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     );
   }
   if (enabled.has('PodTolerationRestriction')) documents.push(...namespaceAnnotationPolicy());
+  if (tenancy !== undefined) documents.push(...tenancyGuaranteePolicy(tenancy));
 
   const requirements =
     settings.kubernetesVersion === '1.35' && mutations.length > 0
@@ -218,8 +246,15 @@ interface Variable {
  * mutation, not one a plugin: every step reads its predecessor's list by name, so none depends on
  * how the API server feeds one mutation's output to the next.
  */
-function tolerationSteps(settings: ExportSettings, enabled: ReadonlySet<PluginName>): { variables: Variable[]; mutations: Manifest[] } {
-  const variables: Variable[] = [{ name: 'podTolerations', expression: normalizedTolerationsCel('object.spec.?tolerations.orValue([])') }];
+function tolerationSteps(
+  settings: ExportSettings,
+  enabled: ReadonlySet<PluginName>,
+  tenancy: LabelTenancy | undefined,
+): { variables: Variable[]; mutations: Manifest[] } {
+  const variables: Variable[] = [
+    ...(tenancy === undefined ? [] : tenancyVariables(tenancy)),
+    { name: 'podTolerations', expression: normalizedTolerationsCel('object.spec.?tolerations.orValue([])') },
+  ];
   let current = 'variables.podTolerations';
   const step = (name: string, expression: string): void => {
     variables.push({ name, expression });
@@ -276,16 +311,47 @@ function tolerationSteps(settings: ExportSettings, enabled: ReadonlySet<PluginNa
       `variables.bestEffort ? ${before} : request.operation == 'CREATE' ? variables.withMemoryPressure.transformList(x, y, variables.kept[x], y) : variables.kept[size(variables.withMemoryPressure) - 1] ? variables.withMemoryPressure : ${before}`,
     );
   }
+  // DedicatedNodes runs after PodTolerationRestriction: its toleration is the last one added.
+  if (tenancy !== undefined) step('dedicatedNodes', withGroupTolerationCel(tenancy, current));
   if (current === 'variables.podTolerations') return { variables: [], mutations: [] };
   // Written only when the list changed, so a pod that needs nothing gets no patch. `add` on an
   // existing member replaces it (RFC 6902 4.1), and creates it when the pod has no tolerations.
-  const mutation = {
-    patchType: 'JSONPatch',
-    jsonPatch: {
-      expression: `${current} == variables.podTolerations ? [] : [JSONPatch{op: 'add', path: '/spec/tolerations', value: ${current}}]`,
+  const mutations: Manifest[] = [
+    {
+      patchType: 'JSONPatch',
+      jsonPatch: {
+        expression: `${current} == variables.podTolerations ? [] : [JSONPatch{op: 'add', path: '/spec/tolerations', value: ${current}}]`,
+      },
     },
-  };
-  return { variables, mutations: [mutation] };
+  ];
+  // The affinity, apart: it reads only the pod's affinity, which the first mutation leaves alone.
+  if (tenancy !== undefined) mutations.push({ patchType: 'JSONPatch', jsonPatch: { expression: groupRequirementPatchCel(tenancy) } });
+  return { variables, mutations };
+}
+
+/** The tenancy guarantee (DedicatedNodes' validating side), on pods; see tenancy-cel.ts. */
+function tenancyGuaranteePolicy(tenancy: LabelTenancy): Manifest[] {
+  return [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name: exportedNames.tenancy, labels: exportLabels },
+      spec: {
+        // Fail: a pod too large for the CEL cost budget is refused, never admitted unjudged.
+        failurePolicy: 'Fail',
+        matchConstraints: podRules,
+        matchConditions: [excludeMirrorPods],
+        variables: tenancyVariables(tenancy),
+        validations: tenancyValidations(tenancy),
+      },
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name: exportedNames.tenancy, labels: exportLabels },
+      spec: { policyName: exportedNames.tenancy, validationActions: ['Deny'], matchResources: { namespaceSelector: reviewedNamespaces } },
+    },
+  ];
 }
 
 /**
