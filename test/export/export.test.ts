@@ -3,13 +3,15 @@
  * differential test, test/differential/export.differential.ts, holds what they do on a real API
  * server), the API version per Kubernetes version, the shipped webhooks' namespace exclusions and
  * mirror-pod condition copied word for word, what is exported for which plugin, and each refusal
- * with its reason and exit code 2.
+ * with its reason and exit code 2; the tenancy policies for the shipped namespace-label
+ * TenancyPolicy (golden), and the refusal of every other policy shape.
  *
  * After a deliberate change to the output: npm run -s tolerator -- export --kubernetes-version
- * 1.35 > test/fixtures/export/default-1.35.yaml (and 1.36), and review the diff.
+ * 1.35 > test/fixtures/export/default-1.35.yaml (and 1.36), and for tenancy-1.36.yaml the same with
+ * --policies DIR, DIR holding only policies/dedicated-by-namespace-label.yaml; review the diff.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
@@ -22,6 +24,20 @@ import { runCommand } from '../support/command-io.js';
 import { ROOT } from '../support/rendered-manifests.js';
 
 const fixtures = join(ROOT, 'test', 'fixtures');
+
+/** The shipped namespace-label policy: the one TenancyPolicy shape export translates. */
+const labelPolicy = readFileSync(join(ROOT, 'policies', 'dedicated-by-namespace-label.yaml'), 'utf8');
+
+/** Runs `body` with a temporary --policies directory holding `files`. */
+async function withPolicies(files: Record<string, string>, body: (dir: string) => Promise<void>): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'tolerator-export-policies-'));
+  try {
+    for (const [name, text] of Object.entries(files)) writeFileSync(join(dir, name), text);
+    await body(dir);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
 
 const defaults: ExportSettings = {
   kubernetesVersion: '1.36',
@@ -147,10 +163,13 @@ describe('tolerator export', () => {
     assert.equal(restriction.code, 2);
     assert.match(restriction.stderr, /PodTolerationRestriction: not exported: the cluster default tolerations and whitelist/);
 
+    // The shipped directory holds two policies: export translates one.
     const tenancy = await runCommand(exportCommand, ['--policies', join(ROOT, 'policies')]);
     assert.equal(tenancy.code, 2);
-    assert.match(tenancy.stderr, / {2}TenancyPolicy dedicated-by-namespace-label: not exported: /);
-    assert.match(tenancy.stderr, / {2}TenancyPolicy dedicated-by-namespace-prefix: not exported: /);
+    assert.match(
+      tenancy.stderr,
+      / {2}DedicatedNodes: not exported: 2 TenancyPolicies \(dedicated-by-namespace-label, dedicated-by-namespace-prefix\); export translates one/,
+    );
 
     const tenancyOff = await runCommand(exportCommand, ['--policies', join(ROOT, 'policies'), '--disable-plugins', 'DedicatedNodes']);
     assert.equal(tenancyOff.code, 0, tenancyOff.stderr);
@@ -162,6 +181,89 @@ describe('tolerator export', () => {
       'PodTolerationRestriction',
     ]);
     assert.equal(disabled.code, 0, disabled.stderr);
+  });
+
+  it('exports the tenancy pair and guarantee for the shipped namespace-label policy (golden), its nodeName rule said in the header', async () => {
+    await withPolicies({ 'label.yaml': labelPolicy }, async (dir) => {
+      const { code, stdout, stderr } = await runCommand(exportCommand, ['--policies', dir, '--kubernetes-version', '1.36']);
+      assert.equal(stderr, '');
+      assert.equal(code, 0);
+      assert.equal(stdout, readFileSync(join(fixtures, 'export', 'tenancy-1.36.yaml'), 'utf8'));
+      const documents = parseAllDocuments(stdout).map((document) => document.toJSON() as Doc);
+      assert.deepEqual(
+        documents.map((document) => `${document.kind} ${document.metadata.name}`),
+        [
+          'MutatingAdmissionPolicy tolerator.dev-tolerations',
+          'MutatingAdmissionPolicyBinding tolerator.dev-tolerations',
+          'ValidatingAdmissionPolicy tolerator.dev-namespace-toleration-annotations',
+          'ValidatingAdmissionPolicyBinding tolerator.dev-namespace-toleration-annotations',
+          'ValidatingAdmissionPolicy tolerator.dev-tenancy',
+          'ValidatingAdmissionPolicyBinding tolerator.dev-tenancy',
+        ],
+      );
+      const mutating = documents[0] as Doc & { spec: { mutations: unknown[]; variables: { name: string }[] } };
+      // The toleration list (the group toleration its last step) and the affinity, apart.
+      assert.equal(mutating.spec.mutations.length, 2);
+      assert.equal(mutating.spec.variables.at(-1)?.name, 'dedicatedNodes');
+      assert.match(JSON.stringify(mutating.spec.variables[0]), /namespaceObject\.metadata\.\?labels\[\?'dedicated'\]\.orValue\(''\)/);
+      const guarantee = documents[4] as Doc & { spec: { validations: unknown[]; failurePolicy: string; matchConditions: unknown[] } };
+      assert.equal(guarantee.spec.failurePolicy, 'Fail');
+      assert.deepEqual(guarantee.spec.matchConditions, [excludeMirrorPods]);
+      assert.equal(guarantee.spec.validations.length, 5);
+      assert.match(stdout, /^# TenancyPolicy dedicated-by-namespace-label: spec\.nodeName is judged more strictly than by the webhook/m);
+    });
+  });
+
+  it('refuses a TenancyPolicy it cannot translate exactly, with the reason: another group rule, another exempt rule, Warn', async () => {
+    const prefixPolicy = readFileSync(join(ROOT, 'policies', 'dedicated-by-namespace-prefix.yaml'), 'utf8');
+    await withPolicies({ 'prefix.yaml': prefixPolicy }, async (dir) => {
+      const prefix = await runCommand(exportCommand, ['--policies', dir]);
+      assert.equal(prefix.code, 2, prefix.stderr);
+      assert.match(
+        prefix.stderr,
+        / {2}TenancyPolicy dedicated-by-namespace-prefix: not exported: spec\.group is not of the one shape export translates exactly/,
+      );
+    });
+    const variants: Record<string, [string, string, RegExp]> = {
+      'an exempt rule that reads the pod': [
+        "exempt: \"namespaceObject.metadata.?labels['tolerator.dev/exempt'].orValue('') == 'true'\"",
+        "exempt: \"object.metadata.?labels['exempt'].orValue('') == 'true'\"",
+        /spec\.exempt is not of the one shape/,
+      ],
+      'an infrastructure rule that is not an equality': [
+        "infrastructure: \"namespaceObject.metadata.?labels['tolerator.dev/node-infrastructure'].orValue('') == 'true'\"",
+        "infrastructure: \"namespaceObject.metadata.?labels['tolerator.dev/node-infrastructure'].orValue('') != ''\"",
+        /spec\.infrastructure is not of the one shape/,
+      ],
+      'a group label read with a default': [
+        "group: \"namespaceObject.metadata.?labels['dedicated'].orValue('')\"",
+        "group: \"namespaceObject.metadata.?labels['dedicated'].orValue('shared')\"",
+        /spec\.group is not of the one shape/,
+      ],
+      'enforcement Warn': ['enforcement: Deny', 'enforcement: Warn', /enforcement Warn; export writes the guarantee only as a denial/],
+    };
+    for (const [title, [from, to, reason]] of Object.entries(variants)) {
+      assert.ok(labelPolicy.includes(from), title);
+      await withPolicies({ 'policy.yaml': labelPolicy.replace(from, to) }, async (dir) => {
+        const result = await runCommand(exportCommand, ['--policies', dir]);
+        assert.equal(result.code, 2, `${title}: ${result.stderr}`);
+        assert.equal(result.stdout, '');
+        assert.match(result.stderr, reason, title);
+      });
+    }
+    // The same rule spelt with [?'…'] and spaces is the same rule, and is exported.
+    const spelt = labelPolicy.replace(
+      "group: \"namespaceObject.metadata.?labels['dedicated'].orValue('')\"",
+      "group: \"namespaceObject.metadata.?labels[?'dedicated'].orValue( '' )\"",
+    );
+    await withPolicies({ 'policy.yaml': spelt }, async (dir) => {
+      const result = await runCommand(exportCommand, ['--policies', dir]);
+      assert.equal(result.code, 0, result.stderr);
+    });
+    // DedicatedNodes off: the policies decide nothing, so nothing about them is exported or refused.
+    const off = await runCommand(exportCommand, ['--policies', join(ROOT, 'policies'), '--disable-plugins', 'DedicatedNodes']);
+    assert.equal(off.code, 0, off.stderr);
+    assert.doesNotMatch(off.stdout, /tolerator\.dev-tenancy/);
   });
 
   it('refuses a version it does not know, and arguments, with exit 2', async () => {
