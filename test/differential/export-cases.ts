@@ -115,3 +115,119 @@ export function podOf(item: ExportCase, name: string, namespace: string): Manife
     ...(item.qosClass === undefined ? {} : { status: { qosClass: item.qosClass } }),
   };
 }
+
+/**
+ * The namespaces of the tenancy cases, under the one policy the export translates
+ * (policies/dedicated-by-namespace-label.yaml): a group, a numeric group (where a `Gt`/`Lt`
+ * toleration or requirement on the group label decides), an exempt tenant namespace, an
+ * infrastructure namespace, one that is both a group and infrastructure, and `cases` (no group).
+ */
+export const tenancyNamespaces: Record<string, Record<string, string>> = {
+  cases: {},
+  gpu: { dedicated: 'gpu' },
+  numeric: { dedicated: '2024' },
+  'exempt-gpu': { dedicated: 'gpu', 'tolerator.dev/exempt': 'true' },
+  infra: { 'tolerator.dev/node-infrastructure': 'true' },
+  'infra-gpu': { dedicated: 'gpu', 'tolerator.dev/node-infrastructure': 'true' },
+};
+
+interface Requirement {
+  key: string;
+  operator: string;
+  values?: string[];
+}
+
+export interface TenancyCase {
+  readonly namespace: string;
+  readonly tolerations: GeneratedToleration[] | undefined;
+  readonly nodeSelector: Record<string, string> | undefined;
+  /** Required node-affinity terms; an empty list is sent as such (the webhook then adds a term). */
+  readonly terms: { matchExpressions?: Requirement[]; matchFields?: Requirement[] }[] | undefined;
+  readonly nodeName: string | undefined;
+  /** Burstable (memory-pressure added) or BestEffort: the group toleration comes after PodTolerationRestriction's. */
+  readonly burstable: boolean;
+}
+
+/**
+ * Hostile tolerations of the dedicated taint: every group (Exists, the empty key), another group,
+ * the own groups, the empty value, the wrong effect, Gt/Lt around the numeric group 2024, and a
+ * node-condition toleration so the lists merge with the defaults.
+ */
+const tenancyToleration: fc.Arbitrary<GeneratedToleration> = fc.constantFrom<GeneratedToleration>(
+  { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Equal', value: 'gpu' },
+  { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Equal', value: '2024', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Equal', value: '', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoExecute' },
+  { key: 'dedicated', operator: 'Exists', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Exists' },
+  { operator: 'Exists' },
+  { operator: 'Exists', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Gt', value: '100', effect: 'NoSchedule' },
+  { key: 'dedicated', operator: 'Lt', value: '3000' },
+  { key: 'example.com/a', operator: 'Exists' },
+  { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 },
+);
+
+/** Requirements on the group label that admit or exclude gpu or 2024, and some on other keys. */
+const requirement: fc.Arbitrary<Requirement> = fc.constantFrom<Requirement>(
+  { key: 'dedicated', operator: 'In', values: ['gpu'] },
+  { key: 'dedicated', operator: 'In', values: ['gpu', 'gpu'] },
+  { key: 'dedicated', operator: 'In', values: ['2024'] },
+  { key: 'dedicated', operator: 'In', values: ['gpu', 'pci'] },
+  { key: 'dedicated', operator: 'In', values: ['pci'] },
+  { key: 'dedicated', operator: 'NotIn', values: ['pci'] },
+  { key: 'dedicated', operator: 'NotIn', values: ['gpu'] },
+  { key: 'dedicated', operator: 'Exists' },
+  { key: 'dedicated', operator: 'DoesNotExist' },
+  { key: 'dedicated', operator: 'Gt', values: ['100'] },
+  { key: 'dedicated', operator: 'Gt', values: ['0002023'] },
+  { key: 'dedicated', operator: 'Lt', values: ['2024'] },
+  { key: 'dedicated', operator: 'Lt', values: ['99999'] },
+  { key: 'zone', operator: 'In', values: ['a'] },
+);
+
+const term = fc.record(
+  {
+    matchExpressions: fc.array(requirement, { maxLength: 2 }),
+    matchFields: fc.constant<Requirement[]>([{ key: 'metadata.name', operator: 'In', values: ['n1'] }]),
+  },
+  { requiredKeys: [] },
+);
+
+export const tenancyCase: fc.Arbitrary<TenancyCase> = fc.record({
+  namespace: fc.constantFrom(...Object.keys(tenancyNamespaces)),
+  tolerations: fc.option(fc.array(tenancyToleration, { maxLength: 3 }), { nil: undefined, freq: 3 }),
+  nodeSelector: fc.option(fc.constantFrom<Record<string, string>>({ dedicated: 'gpu' }, { dedicated: 'pci' }, { zone: 'a' }), {
+    nil: undefined,
+    freq: 4,
+  }),
+  terms: fc.option(fc.array(term, { maxLength: 2 }), { nil: undefined, freq: 2 }),
+  nodeName: fc.option(fc.constant('n1'), { nil: undefined, freq: 8 }),
+  burstable: fc.boolean(),
+});
+
+export function tenancyCases(count: number, seed: number): TenancyCase[] {
+  return fc.sample(tenancyCase, { numRuns: count, seed });
+}
+
+/** The tenancy case as a Pod named `name`, in its namespace. */
+export function tenancyPodOf(item: TenancyCase, name: string): Manifest {
+  const resources = item.burstable ? { resources: { requests: { cpu: '100m' } } } : {};
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: item.namespace },
+    spec: {
+      containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10', ...resources }],
+      ...(item.tolerations === undefined ? {} : { tolerations: item.tolerations }),
+      ...(item.nodeSelector === undefined ? {} : { nodeSelector: item.nodeSelector }),
+      ...(item.terms === undefined
+        ? {}
+        : { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: item.terms } } } }),
+      ...(item.nodeName === undefined ? {} : { nodeName: item.nodeName }),
+    },
+  };
+}

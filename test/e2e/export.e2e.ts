@@ -6,14 +6,19 @@
  * the namespace annotations it cannot decode (refused, with the reason), mirror pods (left alone,
  * as by the webhooks), and the CEL cost budget (a pod too large for it is refused, not admitted
  * without its tolerations). The generated cases are test/differential/export.differential.ts.
+ *
+ * Both sides run the shipped namespace-label TenancyPolicy (alone in a `--policies` directory:
+ * export translates one), so the tenancy pair and guarantee are applied too: named tenant,
+ * outsider, exempt and infrastructure pods, and the stricter nodeName rule.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { loadPolicies } from '../../src/cli/runtime.js';
+import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import {
   controlPlaneMinor,
@@ -22,8 +27,10 @@ import {
   installExportedPolicies,
   mutatingPolicyPlaneOptions,
 } from '../cluster/exported-policies.js';
+import { pollUntil } from '../cluster/poll.js';
 import {
   apiError,
+  asKubernetesObject,
   clientsFor,
   createObject,
   plain,
@@ -36,7 +43,9 @@ import {
 const skip = skipWithoutControlPlane();
 
 type Toleration = { key?: string; operator?: string; value?: string; effect?: string; tolerationSeconds?: number };
-type PodShape = Manifest & { spec: { tolerations?: Toleration[] } };
+type PodShape = Manifest & { spec: { tolerations?: Toleration[]; affinity?: unknown } };
+
+const POLICY = 'dedicated-by-namespace-label';
 
 const burstable = { requests: { cpu: '100m', memory: '64Mi' } };
 
@@ -89,21 +98,30 @@ describe('tolerator export on kube-apiserver: the policies beside the webhook', 
   let policyPlane: ControlPlane;
   let policies: k8s.KubernetesObjectApi;
   const version = skip === false ? controlPlaneMinor() : '1.35';
-  const documents = exportedDocuments(defaultExportSettings(version));
+  let documents: Manifest[] = [];
 
-  const namespace = async (name: string, annotations?: Record<string, string>): Promise<void> => {
-    const object: Manifest = { apiVersion: 'v1', kind: 'Namespace', metadata: { name, ...(annotations ? { annotations } : {}) } };
+  const namespace = async (name: string, annotations?: Record<string, string>, labels?: Record<string, string>): Promise<void> => {
+    const object: Manifest = {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name, ...(annotations ? { annotations } : {}), ...(labels ? { labels } : {}) },
+    };
     await createObject(webhook.objects, object);
     await createObject(policies, object);
   };
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tolerator-e2e-export-'));
+    const policyDir = join(dir, 'tenancy-policies');
+    mkdirSync(policyDir);
+    copyFileSync(join(REPO_ROOT, 'policies', `${POLICY}.yaml`), join(policyDir, `${POLICY}.yaml`));
+    documents = exportedDocuments({ ...defaultExportSettings(version), tenancyPolicies: loadPolicies(policyDir).policies });
     // The webhook's API server has no MutatingAdmissionPolicy API on 1.35 (gate off, as by
     // default): the first test shows what export's header says about it.
     webhook = await startToleratorOnCluster({
       dir: join(dir, 'webhook'),
       plane: { disableAdmissionPlugins: ['DefaultTolerationSeconds'] },
+      serveArgs: ['--policies', policyDir],
     });
     policyPlane = await startControlPlane({
       dir: join(dir, 'policies'),
@@ -113,7 +131,15 @@ describe('tolerator export on kube-apiserver: the policies beside the webhook', 
     });
     policies = clientsFor(policyPlane.kubeconfig).objects;
     await namespace('apps');
+    await namespace('gpu', undefined, { dedicated: 'gpu' });
+    await namespace('gpu-exempt', undefined, { dedicated: 'gpu', 'tolerator.dev/exempt': 'true' });
+    await namespace('agents', undefined, { 'tolerator.dev/node-infrastructure': 'true' });
     await installExportedPolicies(policyPlane.kubeconfig, documents, 'apps');
+    // The webhook reads namespaces from its cluster state: wait until it sees the gpu label.
+    await pollUntil('the webhook giving gpu pods the group toleration', async () => {
+      const probe = plain(await createObject(webhook.objects, pod('probe', 'gpu', {}), 'All')) as PodShape;
+      return (probe.spec.tolerations ?? []).some((toleration) => toleration.key === 'dedicated') ? true : undefined;
+    });
   });
 
   after(async () => {
@@ -200,6 +226,113 @@ describe('tolerator export on kube-apiserver: the policies beside the webhook', 
     assert.equal(stored.spec.tolerations, undefined);
     const impostor = plain(await createObject(policies, mirror('not-static'))) as PodShape;
     assert.ok((impostor.spec.tolerations ?? []).some((toleration) => toleration.key === 'node.kubernetes.io/not-ready'));
+  });
+
+  const gpuToleration = { key: 'dedicated', operator: 'Equal', value: 'gpu', effect: 'NoSchedule' };
+  const gpuRequirement = { key: 'dedicated', operator: 'In', values: ['gpu'] };
+  const tenancyCases: Record<string, () => Manifest> = {
+    "a tenant's bare pod gets the group toleration after memory-pressure, and a term requiring the group": () =>
+      pod('bare', 'gpu', { containers: [{ name: 'c', image: 'x', resources: burstable }] }),
+    'every required term gets the requirement ANDed in, a term holding it already is left alone': () =>
+      pod('terms', 'gpu', {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] },
+                { matchExpressions: [gpuRequirement] },
+                { matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n1'] }] },
+              ],
+            },
+          },
+          podAntiAffinity: {
+            preferredDuringSchedulingIgnoredDuringExecution: [
+              { weight: 1, podAffinityTerm: { topologyKey: 'zone', labelSelector: { matchLabels: { app: 'x' } } } },
+            ],
+          },
+        },
+      }),
+    'a pod that already carries the pair is left as it is': () =>
+      pod('paired', 'gpu', {
+        tolerations: [gpuToleration],
+        affinity: {
+          nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [gpuRequirement] }] } },
+        },
+      }),
+    "an exempt namespace's pod gets no pair": () => pod('exempt', 'gpu-exempt', {}),
+    "an infrastructure namespace's pod may tolerate every group": () => pod('agent', 'agents', { tolerations: [{ operator: 'Exists' }] }),
+  };
+  for (const [title, build] of Object.entries(tenancyCases)) {
+    it(`tenancy: ${title}: stored as by the webhook`, async () => {
+      const fromWebhook = plain(await createObject(webhook.objects, build())) as PodShape;
+      const fromPolicies = plain(await createObject(policies, build())) as PodShape;
+      assert.deepEqual(fromPolicies.spec.tolerations, fromWebhook.spec.tolerations);
+      assert.deepEqual(fromPolicies.spec.affinity, fromWebhook.spec.affinity);
+      if (title.startsWith("a tenant's bare pod")) {
+        assert.deepEqual(fromPolicies.spec.tolerations?.at(-1), gpuToleration);
+        assert.deepEqual(fromPolicies.spec.affinity, {
+          nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [gpuRequirement] }] } },
+        });
+      }
+    });
+  }
+
+  const refusedCases: Record<string, [() => Manifest, RegExp]> = {
+    "a tenant tolerating every group's taint": [
+      () => pod('all-groups', 'gpu', { tolerations: [{ key: 'dedicated', operator: 'Exists' }] }),
+      /spec\.tolerations tolerates the dedicated taint of another group .*namespace gpu belongs to group gpu/,
+    ],
+    "an outsider tolerating the gpu group's taint": [
+      () => pod('outsider', 'apps', { tolerations: [gpuToleration] }),
+      /spec\.tolerations tolerates the dedicated taint of another group .*namespace apps belongs to no group/,
+    ],
+    'a tenant selecting another group': [
+      () => pod('elsewhere', 'gpu', { nodeSelector: { dedicated: 'pci' } }),
+      /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes/,
+    ],
+    'a tenant whose term excludes its group': [
+      () =>
+        pod('excluded', 'gpu', {
+          affinity: {
+            nodeAffinity: {
+              requiredDuringSchedulingIgnoredDuringExecution: {
+                nodeSelectorTerms: [{ matchExpressions: [{ key: 'dedicated', operator: 'NotIn', values: ['gpu'] }] }],
+              },
+            },
+          },
+        }),
+      /may only run on nodes labelled dedicated=gpu/,
+    ],
+    'a tenant naming a node (the stricter nodeName rule)': [
+      () => pod('pinned', 'gpu', { nodeName: 'n1' }),
+      /spec\.nodeName is set: without a webhook the named node's dedicated-node group cannot be read/,
+    ],
+  };
+  for (const [title, [build, reason]] of Object.entries(refusedCases)) {
+    it(`tenancy: ${title}: refused on both sides, the policy saying why`, async () => {
+      const fromWebhook = await refusal(createObject(webhook.objects, build(), 'All'));
+      assert.equal(fromWebhook.code, 403);
+      const fromPolicies = await refusal(createObject(policies, build(), 'All'));
+      assert.equal(fromPolicies.code, 403);
+      assert.match(
+        fromPolicies.status.message ?? '',
+        /ValidatingAdmissionPolicy 'tolerator\.dev-tenancy' with binding 'tolerator\.dev-tenancy' denied request: /,
+      );
+      assert.match(fromPolicies.status.message ?? '', reason);
+    });
+  }
+
+  it("tenancy: an UPDATE that adds another group's toleration is refused on both sides, one that adds an unrelated one is not", async () => {
+    for (const objects of [webhook.objects, policies]) {
+      const stored = plain(await createObject(objects, pod('updated', 'gpu', {}))) as PodShape;
+      const withToleration = (toleration: Toleration): Manifest =>
+        ({ ...stored, spec: { ...stored.spec, tolerations: [...(stored.spec.tolerations ?? []), toleration] } });
+      const refused = await refusal(
+        objects.replace(asKubernetesObject(withToleration({ key: 'dedicated', operator: 'Exists' })), undefined, 'All'),
+      );
+      assert.equal(refused.code, 403);
+      plain(await objects.replace(asKubernetesObject(withToleration({ key: 'example.com/a', operator: 'Exists' })), undefined, 'All'));
+    }
   });
 
   it('the CEL cost budget: a Burstable pod of 400 tolerations is refused by the policy (failurePolicy Fail), the webhook takes it', async () => {
