@@ -197,15 +197,17 @@ const term = fc.record(
   { requiredKeys: [] },
 );
 
+/** `arbitrary` one time in `of`, else undefined (fc.option's freq is the other way round: 1 in freq is nil). */
+function sometimes<T>(arbitrary: fc.Arbitrary<T>, of: number): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ weight: of - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary });
+}
+
 export const tenancyCase: fc.Arbitrary<TenancyCase> = fc.record({
   namespace: fc.constantFrom(...Object.keys(tenancyNamespaces)),
   tolerations: fc.option(fc.array(tenancyToleration, { maxLength: 3 }), { nil: undefined, freq: 3 }),
-  nodeSelector: fc.option(fc.constantFrom<Record<string, string>>({ dedicated: 'gpu' }, { dedicated: 'pci' }, { zone: 'a' }), {
-    nil: undefined,
-    freq: 4,
-  }),
-  terms: fc.option(fc.array(term, { maxLength: 2 }), { nil: undefined, freq: 2 }),
-  nodeName: fc.option(fc.constant('n1'), { nil: undefined, freq: 8 }),
+  nodeSelector: sometimes(fc.constantFrom<Record<string, string>>({ dedicated: 'gpu' }, { dedicated: 'pci' }, { zone: 'a' }), 4),
+  terms: sometimes(fc.array(term, { maxLength: 2 }), 2),
+  nodeName: sometimes(fc.constant('n1'), 8),
   burstable: fc.boolean(),
 });
 
