@@ -209,7 +209,9 @@ function toleratesForeignGroupCel(tenancy: LabelTenancy, t: string): string {
 
 /** matchToleration: key, operator, value and effect equal, absent read as "". */
 function sameTolerationCel(a: string, b: string): string {
-  return (['key', 'operator', 'value', 'effect'] as const).map((field) => `${a}.?${field}.orValue('') == ${b}.?${field}.orValue('')`).join(' && ');
+  return (['key', 'operator', 'value', 'effect'] as const)
+    .map((field) => `${a}.?${field}.orValue('') == ${b}.?${field}.orValue('')`)
+    .join(' && ');
 }
 
 export interface Validation {
