@@ -25,7 +25,8 @@
  *   toleration step, the webhook's plugin order; the group requirement as a second JSONPatch
  *   mutation), and the guarantee is a ValidatingAdmissionPolicy of its own. Its nodeName rule is
  *   stricter than the webhook's, which reads the named Node: no admission policy reads Nodes.
- *   Pods only: workload templates are not reviewed (docs/without-a-webhook.md says what follows).
+ *   Workload templates are judged as the webhook judges them, and DaemonSet templates get the
+ *   pair from a MutatingAdmissionPolicy of their own.
  * - PodNodeSelector and PodTolerationRestriction's cluster lists are refused: export does not
  *   translate them (the reasons are in `refusals`).
  */
@@ -42,11 +43,16 @@ import type { PluginName } from '../plugins/plugin.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
 import {
   groupRequirementPatchCel,
+  groupTolerationPatchCel,
+  holdsPodSpecCel,
+  podSite,
   recognizeTenancyPolicy,
+  templateSites,
   tenancyValidations,
   tenancyVariables,
   withGroupTolerationCel,
   type LabelTenancy,
+  type PodSpecSite,
 } from './tenancy-cel.js';
 import {
   addOrUpdateCel,
@@ -99,6 +105,7 @@ export type ExportResult =
 export const exportedNames = {
   mutating: 'tolerator.dev-tolerations',
   validating: 'tolerator.dev-namespace-toleration-annotations',
+  /** The tenancy guarantee on pods; on templates `tolerator.dev-tenancy-<site>` (tenancy-cel.ts templateSites). */
   tenancy: 'tolerator.dev-tenancy',
 } as const;
 
@@ -181,7 +188,6 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
   if (tenancy !== undefined) {
     notes.push(
       `TenancyPolicy ${tenancy.name}: spec.nodeName is judged more strictly than by the webhook (which reads the named Node): a pod that names a node at create is refused unless its namespace is infrastructure and the pod no tenant`,
-      `TenancyPolicy ${tenancy.name}: pods only; workload templates are not reviewed (their pods are), and a DaemonSet template in a tenant namespace is not given the pair`,
     );
   }
 
@@ -217,7 +223,7 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     );
   }
   if (enabled.has('PodTolerationRestriction')) documents.push(...namespaceAnnotationPolicy());
-  if (tenancy !== undefined) documents.push(...tenancyGuaranteePolicy(tenancy));
+  if (tenancy !== undefined) documents.push(...tenancyGuaranteePolicy(tenancy, mutatingApi));
 
   const requirements =
     settings.kubernetesVersion === '1.35' && mutations.length > 0
@@ -325,33 +331,84 @@ function tolerationSteps(
     },
   ];
   // The affinity, apart: it reads only the pod's affinity, which the first mutation leaves alone.
-  if (tenancy !== undefined) mutations.push({ patchType: 'JSONPatch', jsonPatch: { expression: groupRequirementPatchCel(tenancy) } });
+  if (tenancy !== undefined)
+    mutations.push({ patchType: 'JSONPatch', jsonPatch: { expression: groupRequirementPatchCel(tenancy, podSite) } });
   return { variables, mutations };
 }
 
-/** The tenancy guarantee (DedicatedNodes' validating side), on pods; see tenancy-cel.ts. */
-function tenancyGuaranteePolicy(tenancy: LabelTenancy): Manifest[] {
-  return [
-    {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicy',
-      metadata: { name: exportedNames.tenancy, labels: exportLabels },
-      spec: {
-        // Fail: a pod too large for the CEL cost budget is refused, never admitted unjudged.
-        failurePolicy: 'Fail',
-        matchConstraints: podRules,
-        matchConditions: [excludeMirrorPods],
-        variables: tenancyVariables(tenancy),
-        validations: tenancyValidations(tenancy),
+/**
+ * The tenancy policies beside the toleration one: the guarantee (DedicatedNodes' validating side)
+ * on pods and on every kind of workload template, and the pair for DaemonSet templates (a
+ * mutating policy of their own: it matches other objects than the pods' one). See tenancy-cel.ts.
+ */
+function tenancyGuaranteePolicy(tenancy: LabelTenancy, mutatingApi: string): Manifest[] {
+  const documents: Manifest[] = [];
+  const binding = (apiVersion: string, kind: string, name: string, extra: Record<string, unknown>): Manifest => ({
+    apiVersion,
+    kind,
+    metadata: { name, labels: exportLabels },
+    spec: { policyName: name, ...extra, matchResources: { namespaceSelector: reviewedNamespaces } },
+  });
+  const holdsSpec = (site: PodSpecSite): Manifest[] =>
+    site === podSite ? [] : [{ name: 'holds-pod-template', expression: holdsPodSpecCel(site) }];
+  const daemonSets = templateSites.find((site) => site.name === 'daemonsets');
+  if (daemonSets !== undefined) {
+    const name = `${exportedNames.tenancy}-${daemonSets.name}`;
+    documents.push(
+      {
+        apiVersion: mutatingApi,
+        kind: 'MutatingAdmissionPolicy',
+        metadata: { name, labels: exportLabels },
+        spec: {
+          failurePolicy: 'Fail',
+          reinvocationPolicy: 'IfNeeded',
+          matchConstraints: rulesFor(daemonSets),
+          matchConditions: [excludeMirrorPods, ...holdsSpec(daemonSets)],
+          variables: tenancyVariables(tenancy),
+          mutations: [
+            { patchType: 'JSONPatch', jsonPatch: { expression: groupTolerationPatchCel(tenancy, daemonSets) } },
+            { patchType: 'JSONPatch', jsonPatch: { expression: groupRequirementPatchCel(tenancy, daemonSets) } },
+          ],
+        },
       },
-    },
-    {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind: 'ValidatingAdmissionPolicyBinding',
-      metadata: { name: exportedNames.tenancy, labels: exportLabels },
-      spec: { policyName: exportedNames.tenancy, validationActions: ['Deny'], matchResources: { namespaceSelector: reviewedNamespaces } },
-    },
-  ];
+      binding(mutatingApi, 'MutatingAdmissionPolicyBinding', name, {}),
+    );
+  }
+  for (const site of [podSite, ...templateSites]) {
+    const name = site === podSite ? exportedNames.tenancy : `${exportedNames.tenancy}-${site.name}`;
+    documents.push(
+      {
+        apiVersion: 'admissionregistration.k8s.io/v1',
+        kind: 'ValidatingAdmissionPolicy',
+        metadata: { name, labels: exportLabels },
+        spec: {
+          // Fail: a pod too large for the CEL cost budget is refused, never admitted unjudged.
+          failurePolicy: 'Fail',
+          matchConstraints: rulesFor(site),
+          matchConditions: [excludeMirrorPods, ...holdsSpec(site)],
+          variables: tenancyVariables(tenancy),
+          validations: tenancyValidations(tenancy, site),
+        },
+      },
+      binding('admissionregistration.k8s.io/v1', 'ValidatingAdmissionPolicyBinding', name, { validationActions: ['Deny'] }),
+    );
+  }
+  return documents;
+}
+
+/** A site's objects, CREATE and UPDATE, no subresource (as the shipped webhooks' rules). */
+function rulesFor(site: PodSpecSite): Manifest {
+  return {
+    resourceRules: [
+      {
+        apiGroups: [site.apiGroup],
+        apiVersions: ['v1'],
+        operations: ['CREATE', 'UPDATE'],
+        resources: [...site.resources],
+        scope: 'Namespaced',
+      },
+    ],
+  };
 }
 
 /**

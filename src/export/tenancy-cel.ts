@@ -115,8 +115,106 @@ export function tenancyVariables(tenancy: LabelTenancy): { name: string; express
   ];
 }
 
-const termsCel = 'object.spec.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])';
-const termsPath = '/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms';
+/**
+ * Where the pod spec under decision is, and when each rule applies there (src/plugins/dedicated-nodes.ts):
+ * a pod's own spec, or a workload's template.
+ */
+export interface PodSpecSite {
+  /** The exported objects' name suffix: `tolerator.dev-tenancy-<name>`. */
+  readonly name: string;
+  /** The resources (of one API group) whose objects hold the spec at `segments`. */
+  readonly apiGroup: string;
+  readonly resources: readonly string[];
+  /** The path of the pod spec in the object: `['spec']`, `['spec', 'template', 'spec']`, … */
+  readonly segments: readonly string[];
+  /** What the messages call these objects. */
+  readonly what: string;
+  /** CEL: when the mutating side gives the pair. */
+  readonly mutate: string;
+  /** CEL: when the whole pair (toleration, requirement in every term) is required. */
+  readonly judgePair: string;
+  /** CEL: when a node choice that excludes the group is refused. */
+  readonly judgeContradictions: string;
+}
+
+/** The spec's CEL in `root` (`object` or `oldObject`). */
+function specCel(site: PodSpecSite, root: 'object' | 'oldObject'): string {
+  return [root, ...site.segments].join('.');
+}
+
+/** The template changed (or is new): the webhook judges a template in full only then. */
+function templateChanged(segments: readonly string[]): string {
+  return `request.operation == 'CREATE' || ${['object', ...segments].join('.')} != ${['oldObject', ...segments].join('.')}`;
+}
+
+/** A pod's own spec: the pair and its node choice are judged on CREATE, the only time they can be set. */
+export const podSite: PodSpecSite = {
+  name: 'pods',
+  apiGroup: '',
+  resources: ['pods'],
+  segments: ['spec'],
+  what: 'pods',
+  mutate: "request.operation == 'CREATE'",
+  judgePair: "request.operation == 'CREATE'",
+  judgeContradictions: "request.operation == 'CREATE'",
+};
+
+const templateSegments = ['spec', 'template', 'spec'];
+
+/**
+ * The workload templates. A DaemonSet's is given the pair on every CREATE and UPDATE (its
+ * controller places a pod on every node the template selects), and a contradicting node choice is
+ * refused then by the mutating side; the whole pair is required when the template changed. Every
+ * other template's pods get the pair when they are created: only a contradicting node choice in a
+ * changed template is refused. Tolerations and nodeName are judged as for pods, in every template.
+ */
+export const templateSites: readonly PodSpecSite[] = [
+  {
+    name: 'daemonsets',
+    apiGroup: 'apps',
+    resources: ['daemonsets'],
+    segments: templateSegments,
+    what: 'DaemonSet pod templates',
+    mutate: 'true',
+    judgePair: templateChanged(templateSegments),
+    judgeContradictions: 'true',
+  },
+  ...(
+    [
+      ['workloads', 'apps', ['deployments', 'replicasets', 'statefulsets'], templateSegments],
+      ['jobs', 'batch', ['jobs'], templateSegments],
+      ['cronjobs', 'batch', ['cronjobs'], ['spec', 'jobTemplate', 'spec', 'template', 'spec']],
+      ['replicationcontrollers', '', ['replicationcontrollers'], templateSegments],
+      ['podtemplates', '', ['podtemplates'], ['template', 'spec']],
+    ] as const
+  ).map(([name, apiGroup, resources, segments]): PodSpecSite => ({
+    name,
+    apiGroup,
+    resources,
+    segments,
+    what: 'pod templates',
+    mutate: 'false',
+    judgePair: 'false',
+    judgeContradictions: templateChanged(segments),
+  })),
+];
+
+/**
+ * A matchCondition: the object holds a pod spec at the site (a ReplicationController's template is
+ * optional; the webhook leaves an object without one alone).
+ */
+export function holdsPodSpecCel(site: PodSpecSite): string {
+  const steps = site.segments.map((_, index) => `has(${['object', ...site.segments.slice(0, index + 1)].join('.')})`);
+  return steps.join(' && ');
+}
+
+function termsCelAt(site: PodSpecSite): string {
+  return `${specCel(site, 'object')}.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])`;
+}
+
+function pathOf(site: PodSpecSite, rest: string): string {
+  return `/${site.segments.join('/')}${rest}`;
+}
 
 /**
  * termHoldsGroup (src/tenancy/node-affinity.ts): a term that matches nothing (no expressions, no
@@ -146,22 +244,33 @@ export function withGroupTolerationCel(tenancy: LabelTenancy, list: string): str
   return `!(request.operation == 'CREATE' && variables.tenant) || ${present} ? ${list} : ${list} + [${groupTolerationCel(tenancy)}]`;
 }
 
+/** The same on a template's own tolerations, as a JSON Patch: appended, or the list created. */
+export function groupTolerationPatchCel(tenancy: LabelTenancy, site: PodSpecSite): string {
+  const spec = specCel(site, 'object');
+  const present = `${spec}.?tolerations.orValue([]).exists(g, g.?key.orValue('') == ${quote(tenancy.taintKey)} && g.?operator.orValue('') == 'Equal' && g.?value.orValue('') == variables.group && g.?effect.orValue('') == ${quote(tenancy.taintEffect)})`;
+  const toleration = groupTolerationCel(tenancy);
+  return `!(${site.mutate} && variables.tenant) || ${present} ? [] : has(${spec}.tolerations) ? [JSONPatch{op: 'add', path: '${pathOf(site, '/tolerations/-')}', value: ${toleration}}] : [JSONPatch{op: 'add', path: '${pathOf(site, '/tolerations')}', value: [${toleration}]}]`;
+}
+
 /**
  * requireGroupInEveryTerm as JSON Patch operations: the requirement appended to every required
  * term that lacks it; with no term at all, one term holding just the requirement, added at the
  * deepest part of the path that exists (the webhook keeps every other field of those objects).
- * Nothing for a pod that is not a tenant's CREATE, or already has it (so reinvocation adds
- * nothing).
+ * Nothing when the site's mutating rule does not apply or the spec already has it (so
+ * reinvocation adds nothing).
  */
-export function groupRequirementPatchCel(tenancy: LabelTenancy): string {
+export function groupRequirementPatchCel(tenancy: LabelTenancy, site: PodSpecSite = podSite): string {
   const requirement = requirementCel(tenancy);
   const term = `{'matchExpressions': [${requirement}]}`;
   const required = `{'nodeSelectorTerms': [${term}]}`;
   const nodeAffinity = `{'requiredDuringSchedulingIgnoredDuringExecution': ${required}}`;
+  const spec = specCel(site, 'object');
+  const terms = termsCelAt(site);
+  const termsPath = pathOf(site, '/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution/nodeSelectorTerms');
   const patch = (path: string, value: string): string => `JSONPatch{op: 'add', path: ${path}, value: ${value}}`;
-  const whole = `!has(object.spec.affinity) ? [${patch("'/spec/affinity'", `{'nodeAffinity': ${nodeAffinity}}`)}] : !has(object.spec.affinity.nodeAffinity) ? [${patch("'/spec/affinity/nodeAffinity'", nodeAffinity)}] : !has(object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) ? [${patch("'/spec/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution'", required)}] : [${patch(`'${termsPath}'`, `[${term}]`)}]`;
-  const each = `${termsCel}.transformList(i, t, !${termHoldsGroupCel(tenancy, 't')}, has(t.matchExpressions) ? ${patch(`'${termsPath}/' + string(i) + '/matchExpressions/-'`, requirement)} : ${patch(`'${termsPath}/' + string(i) + '/matchExpressions'`, `[${requirement}]`)})`;
-  return `!(request.operation == 'CREATE' && variables.tenant) ? [] : size(${termsCel}) == 0 ? (${whole}) : ${each}`;
+  const whole = `!has(${spec}.affinity) ? [${patch(`'${pathOf(site, '/affinity')}'`, `{'nodeAffinity': ${nodeAffinity}}`)}] : !has(${spec}.affinity.nodeAffinity) ? [${patch(`'${pathOf(site, '/affinity/nodeAffinity')}'`, nodeAffinity)}] : !has(${spec}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution) ? [${patch(`'${pathOf(site, '/affinity/nodeAffinity/requiredDuringSchedulingIgnoredDuringExecution')}'`, required)}] : [${patch(`'${termsPath}'`, `[${term}]`)}]`;
+  const each = `${terms}.transformList(i, t, !${termHoldsGroupCel(tenancy, 't')}, has(t.matchExpressions) ? ${patch(`'${termsPath}/' + string(i) + '/matchExpressions/-'`, requirement)} : ${patch(`'${termsPath}/' + string(i) + '/matchExpressions'`, `[${requirement}]`)})`;
+  return `!(${site.mutate} && variables.tenant) ? [] : size(${terms}) == 0 ? (${whole}) : ${each}`;
 }
 
 /**
@@ -221,51 +330,54 @@ export interface Validation {
 }
 
 /**
- * The guarantee, on pods (CREATE and UPDATE), as the webhook's validating DedicatedNodes judges
- * them, but for spec.nodeName: see the last rule.
+ * The guarantee at a site (CREATE and UPDATE), as the webhook's validating DedicatedNodes judges
+ * it, but for spec.nodeName: see the last rule.
  */
-export function tenancyValidations(tenancy: LabelTenancy): Validation[] {
-  const groupText = `'group ' + variables.group`;
+export function tenancyValidations(tenancy: LabelTenancy, site: PodSpecSite = podSite): Validation[] {
+  const spec = specCel(site, 'object');
+  const oldSpec = specCel(site, 'oldObject');
+  const field = site.segments.join('.');
   const taint = `${quote(`${tenancy.taintKey}=`)} + variables.group + ${quote(`:${tenancy.taintEffect}`)}`;
-  const subject = `'pods in namespace ' + namespaceObject.metadata.name + ' (' + ${groupText} + ', policy ${tenancy.name})'`;
-  const terms = termsCel;
-  const nodeSelector = `object.spec.?nodeSelector[?${quote(tenancy.nodeLabel)}]`;
-  const tenantCreate = "request.operation == 'CREATE' && variables.tenant";
-  const oldTolerations = "request.operation == 'CREATE' ? [] : oldObject.spec.?tolerations.orValue([])";
+  const subject = `'${site.what} in namespace ' + namespaceObject.metadata.name + ' (group ' + variables.group + ', policy ${tenancy.name})'`;
+  const terms = termsCelAt(site);
+  const nodeSelector = `${spec}.?nodeSelector[?${quote(tenancy.nodeLabel)}]`;
+  const tenantPair = `(${site.judgePair}) && variables.tenant`;
+  const tenantChoice = `(${site.judgeContradictions}) && variables.tenant`;
+  const oldTolerations = `request.operation == 'CREATE' ? [] : ${oldSpec}.?tolerations.orValue([])`;
   const belongs = `(variables.group == '' ? 'namespace ' + namespaceObject.metadata.name + ' belongs to no group' : 'namespace ' + namespaceObject.metadata.name + ' belongs to group ' + variables.group)`;
   return [
     {
-      // The group toleration (the mutating policy gives it on CREATE).
-      expression: `!(${tenantCreate}) || object.spec.?tolerations.orValue([]).exists(t, ${toleratesOwnGroupCel(tenancy, 't')})`,
-      messageExpression: `${subject} + ' must tolerate the taint ' + ${taint} + ': spec.tolerations lacks {key: ${tenancy.taintKey}, operator: Equal, value: ' + variables.group + ', effect: ${tenancy.taintEffect}}'`,
+      // The group toleration (the mutating policy gives it).
+      expression: `!(${tenantPair}) || ${spec}.?tolerations.orValue([]).exists(t, ${toleratesOwnGroupCel(tenancy, 't')})`,
+      messageExpression: `${subject} + ' must tolerate the taint ' + ${taint} + ': ${field}.tolerations lacks {key: ${tenancy.taintKey}, operator: Equal, value: ' + variables.group + ', effect: ${tenancy.taintEffect}}'`,
       reason: 'Forbidden',
     },
     {
       // groupContradictions: a nodeSelector or a required term on the group label that excludes G.
-      expression: `!(${tenantCreate}) || (${nodeSelector}.orValue(variables.group) == variables.group && ${terms}.all(t, t.?matchExpressions.orValue([]).all(r, r.key != ${quote(tenancy.nodeLabel)} || ${admitsGroupCel('r')})))`,
-      messageExpression: `${subject} + ' may only run on nodes labelled ${tenancy.nodeLabel}=' + variables.group + ', but the pod asks for other nodes (spec.nodeSelector or a required node affinity term on ${tenancy.nodeLabel})'`,
+      expression: `!(${tenantChoice}) || (${nodeSelector}.orValue(variables.group) == variables.group && ${terms}.all(t, t.?matchExpressions.orValue([]).all(r, r.key != ${quote(tenancy.nodeLabel)} || ${admitsGroupCel('r')})))`,
+      messageExpression: `${subject} + ' may only run on nodes labelled ${tenancy.nodeLabel}=' + variables.group + ', but the pod asks for other nodes (${field}.nodeSelector or a required node affinity term on ${tenancy.nodeLabel})'`,
       reason: 'Forbidden',
     },
     {
       // missingGroupRequirement: the requirement in every required term (the mutating policy ANDs it in).
-      expression: `!(${tenantCreate}) || (size(${terms}) > 0 && ${terms}.all(t, ${termHoldsGroupCel(tenancy, 't')}))`,
+      expression: `!(${tenantPair}) || (size(${terms}) > 0 && ${terms}.all(t, ${termHoldsGroupCel(tenancy, 't')}))`,
       messageExpression: `${subject} + ' must require ${tenancy.nodeLabel} In [' + variables.group + '] in every required node affinity term'`,
       reason: 'Forbidden',
     },
     {
       // No toleration of another group's taint, outside an infrastructure namespace; on UPDATE only
-      // the tolerations the update adds (none of the old pod's has the same four fields).
-      expression: `variables.infrastructure || !object.spec.?tolerations.orValue([]).exists(t, ${toleratesForeignGroupCel(tenancy, 't')} && !(${oldTolerations}).exists(o, ${sameTolerationCel('o', 't')}))`,
-      messageExpression: `'spec.tolerations tolerates the dedicated taint of another group (${tenancy.taintKey}=<group>:${tenancy.taintEffect}, policy ${tenancy.name}); ' + ${belongs} + ', and only an infrastructure namespace may reach other groups\\' nodes'`,
+      // the tolerations the update adds (none of the old spec's has the same four fields).
+      expression: `variables.infrastructure || !${spec}.?tolerations.orValue([]).exists(t, ${toleratesForeignGroupCel(tenancy, 't')} && !(${oldTolerations}).exists(o, ${sameTolerationCel('o', 't')}))`,
+      messageExpression: `'${field}.tolerations tolerates the dedicated taint of another group (${tenancy.taintKey}=<group>:${tenancy.taintEffect}, policy ${tenancy.name}); ' + ${belongs} + ', and only an infrastructure namespace may reach other groups\\' nodes'`,
       reason: 'Forbidden',
     },
     {
-      // spec.nodeName skips the scheduler and the NoSchedule taint; the webhook reads the named
-      // Node's groups, which no admission policy can. Stricter instead: a pod that names a node at
-      // create (or an update that changes it) is refused, unless its namespace is infrastructure
-      // and it is no tenant (the webhook lets exactly those reach any node).
-      expression: `object.spec.?nodeName.orValue('') == '' || (request.operation == 'UPDATE' && oldObject.spec.?nodeName.orValue('') == object.spec.nodeName) || (variables.infrastructure && !variables.tenant)`,
-      messageExpression: `'spec.nodeName is set: without a webhook the named node\\'s dedicated-node group cannot be read (policy ${tenancy.name}), so only pods of an infrastructure namespace that are no tenants may name a node; leave nodeName to the scheduler'`,
+      // nodeName skips the scheduler and the NoSchedule taint; the webhook reads the named Node's
+      // groups, which no admission policy can. Stricter instead: a spec that names a node at create
+      // (or an update that changes it) is refused, unless its namespace is infrastructure and it
+      // is no tenant (the webhook lets exactly those reach any node).
+      expression: `${spec}.?nodeName.orValue('') == '' || (request.operation == 'UPDATE' && ${oldSpec}.?nodeName.orValue('') == ${spec}.nodeName) || (variables.infrastructure && !variables.tenant)`,
+      messageExpression: `'${field}.nodeName is set: without a webhook the named node\\'s dedicated-node group cannot be read (policy ${tenancy.name}), so only pods of an infrastructure namespace that are no tenants may name a node; leave nodeName to the scheduler'`,
       reason: 'Forbidden',
     },
   ];

@@ -197,8 +197,14 @@ describe('tolerator export', () => {
           'MutatingAdmissionPolicyBinding tolerator.dev-tolerations',
           'ValidatingAdmissionPolicy tolerator.dev-namespace-toleration-annotations',
           'ValidatingAdmissionPolicyBinding tolerator.dev-namespace-toleration-annotations',
+          'MutatingAdmissionPolicy tolerator.dev-tenancy-daemonsets',
+          'MutatingAdmissionPolicyBinding tolerator.dev-tenancy-daemonsets',
           'ValidatingAdmissionPolicy tolerator.dev-tenancy',
           'ValidatingAdmissionPolicyBinding tolerator.dev-tenancy',
+          ...['daemonsets', 'workloads', 'jobs', 'cronjobs', 'replicationcontrollers', 'podtemplates'].flatMap((site) => [
+            `ValidatingAdmissionPolicy tolerator.dev-tenancy-${site}`,
+            `ValidatingAdmissionPolicyBinding tolerator.dev-tenancy-${site}`,
+          ]),
         ],
       );
       const mutating = documents[0] as Doc & { spec: { mutations: unknown[]; variables: { name: string }[] } };
@@ -206,11 +212,15 @@ describe('tolerator export', () => {
       assert.equal(mutating.spec.mutations.length, 2);
       assert.equal(mutating.spec.variables.at(-1)?.name, 'dedicatedNodes');
       assert.match(JSON.stringify(mutating.spec.variables[0]), /namespaceObject\.metadata\.\?labels\[\?'dedicated'\]\.orValue\(''\)/);
-      const guarantee = documents[4] as Doc & { spec: { validations: unknown[]; failurePolicy: string; matchConditions: unknown[] } };
+      const guarantee = documents[6] as Doc & { spec: { validations: unknown[]; failurePolicy: string; matchConditions: unknown[] } };
       assert.equal(guarantee.spec.failurePolicy, 'Fail');
       assert.deepEqual(guarantee.spec.matchConditions, [excludeMirrorPods]);
       assert.equal(guarantee.spec.validations.length, 5);
       assert.match(stdout, /^# TenancyPolicy dedicated-by-namespace-label: spec\.nodeName is judged more strictly than by the webhook/m);
+      // Each template policy reads the spec where its kind holds it, and only objects that hold one.
+      const cronJobs = documents.find((document) => document.metadata.name === 'tolerator.dev-tenancy-cronjobs');
+      assert.match(JSON.stringify(cronJobs?.spec), /object\.spec\.jobTemplate\.spec\.template\.spec\.\?tolerations/);
+      assert.match(JSON.stringify(cronJobs?.spec), /has\(object\.spec\.jobTemplate\.spec\.template\.spec\)/);
     });
   });
 
