@@ -1,11 +1,13 @@
 /**
  * `tolerator export`'s policies against tolerator's webhook, on two real kube-apiservers of the
  * same build, on 600 generated pods (export-cases.ts) and 120 UPDATEs of stored ones, then 500
- * generated tenancy pods and 120 tenancy UPDATEs: for everything export claims to cover
+ * generated tenancy pods, 120 tenancy UPDATEs and 150 of the same as DaemonSet and as Deployment pod
+ * templates: for everything export claims to cover
  * (DaemonSetTolerations, DefaultTolerationSeconds, PodTolerationRestriction's memory-pressure
  * toleration, with the default flags, and DedicatedNodes under the shipped namespace-label
  * TenancyPolicy), the pod each API server returns for a dry-run request (its spec, after
- * admission, defaulting and validation) or its refusal (code and message) must be the same.
+ * admission, defaulting and validation; a workload's pod template) or its refusal (code and
+ * message) must be the same.
  *
  * - webhook: tolerator serving with the default flags and `--policies` holding the label policy,
  *   its shipped webhooks registered;
@@ -73,6 +75,8 @@ const UPDATES = 120;
 const BOTH_AT_ONCE = 200;
 const TENANCY_CREATES = 500;
 const TENANCY_UPDATES = 120;
+/** Tenancy cases sent again as the pod template of a DaemonSet, and of a Deployment. */
+const TEMPLATES = 150;
 /** The seed of the cases: fixed, so that a difference found once is found again. */
 const SEED = 22;
 /** Requests in flight to each API server at once: enough to keep two cores busy, few enough not to time out under load. */
@@ -353,6 +357,45 @@ describe('tolerator export: the exported policies against the webhook, on genera
     assert.ok(refused >= TENANCY_UPDATES / 10, `${refused} of ${TENANCY_UPDATES} updates refused by tenancy`);
     assert.deepEqual(differences.slice(0, 10), [], `${differences.length} of ${TENANCY_UPDATES} tenancy updates differ`);
   });
+
+  for (const kind of ['DaemonSet', 'Deployment'] as const) {
+    it(`gives the same pod template or a refusal on both sides on ${TEMPLATES} generated ${kind}s`, async () => {
+      const workload = (item: TenancyCase, name: string): Manifest => {
+        const template = tenancyPodOf(item, name) as Manifest & { spec: unknown };
+        return {
+          apiVersion: 'apps/v1',
+          kind,
+          metadata: { name, namespace: item.namespace },
+          spec: { selector: { matchLabels: { app: name } }, template: { metadata: { labels: { app: name } }, spec: template.spec } },
+        };
+      };
+      const templateOf = async (request: Promise<unknown>): Promise<TenancyAnswer> => {
+        const answer = await answerOf(request);
+        return tenancyAnswer('spec' in answer ? { spec: (answer.spec as { template?: { spec?: unknown } }).template?.spec } : answer);
+      };
+      const differences: string[] = [];
+      const seen = new Map<string, number>();
+      let stored = 0;
+      const answers = await inBatches(tenancy.slice(0, TEMPLATES), (item, index) => {
+        const object = workload(item, `${kind.toLowerCase()}-${index}`);
+        return Promise.all([templateOf(createObject(webhook.objects, object, 'All')), templateOf(createObject(policies, object, 'All'))]);
+      });
+      answers.forEach(([left, right], index) => {
+        const item = tenancy[index] as TenancyCase;
+        if ('spec' in left) stored++;
+        if (sameTenancy(left, right)) return;
+        const name = expectedDifference(item, left, right);
+        if (name !== undefined) seen.set(name, (seen.get(name) ?? 0) + 1);
+        else
+          differences.push(
+            `case ${index}: ${JSON.stringify(item)}\n  webhook:  ${JSON.stringify(left)}\n  policies: ${JSON.stringify(right)}`,
+          );
+      });
+      assert.ok(stored >= TEMPLATES / 10 && stored <= TEMPLATES - TEMPLATES / 10, `${stored} of ${TEMPLATES} ${kind}s stored`);
+      assert.deepEqual(differences.slice(0, 10), [], `${differences.length} of ${TEMPLATES} ${kind}s differ`);
+      console.log(`${kind}s: ${stored} stored; expected differences: ${JSON.stringify([...seen])}`);
+    });
+  }
 
   it('the stricter nodeName rule: a pod naming an existing node of no group is stored by the webhook and refused by the policy, but for an infrastructure namespace', async () => {
     const node: Manifest = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'plain-node' } };

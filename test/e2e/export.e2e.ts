@@ -63,8 +63,10 @@ const cases: Record<string, (namespace: string) => Manifest> = {
   'a Burstable pod gets the node-condition defaults and memory-pressure': (ns) =>
     pod('burstable', ns, { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.10', resources: burstable }] }),
   'a BestEffort pod gets the defaults only': (ns) => pod('besteffort', ns, {}),
-  'a pod whose wildcard toleration covers everything gets nothing': (ns) =>
-    pod('wildcard', ns, { tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'x', resources: burstable }] }),
+  // In the infrastructure namespace: anywhere else a wildcard toleration reaches every
+  // dedicated-node group, and the tenancy policy refuses it on both sides (the tenancy cases).
+  'a pod whose wildcard toleration covers everything gets nothing': () =>
+    pod('wildcard', 'agents', { tolerations: [{ operator: 'Exists' }], containers: [{ name: 'c', image: 'x', resources: burstable }] }),
   "MergeTolerations drops the pod's own toleration that memory-pressure covers": (ns) =>
     pod('merged', ns, {
       containers: [{ name: 'c', image: 'x', resources: burstable }],
@@ -212,10 +214,12 @@ describe('tolerator export on kube-apiserver: the policies beside the webhook', 
       metadata: { uid: string };
     };
     const kubelet = clientsFor(await policyPlane.kubeconfigFor('system:node:n1', ['system:nodes'])).objects;
+    // In the infrastructure namespace: elsewhere the tenancy policy's stricter nodeName rule
+    // refuses the impostor, which names a node.
     const mirror = (name: string): Manifest =>
       pod(
         name,
-        'apps',
+        'agents',
         { nodeName: 'n1', containers: [{ name: 'c', image: 'x', resources: burstable }] },
         {
           annotations: { 'kubernetes.io/config.mirror': 'f3a9c0de5b7e4d21' },
@@ -325,8 +329,10 @@ describe('tolerator export on kube-apiserver: the policies beside the webhook', 
   it("tenancy: an UPDATE that adds another group's toleration is refused on both sides, one that adds an unrelated one is not", async () => {
     for (const objects of [webhook.objects, policies]) {
       const stored = plain(await createObject(objects, pod('updated', 'gpu', {}))) as PodShape;
-      const withToleration = (toleration: Toleration): Manifest =>
-        ({ ...stored, spec: { ...stored.spec, tolerations: [...(stored.spec.tolerations ?? []), toleration] } });
+      const withToleration = (toleration: Toleration): Manifest => ({
+        ...stored,
+        spec: { ...stored.spec, tolerations: [...(stored.spec.tolerations ?? []), toleration] },
+      });
       const refused = await refusal(
         objects.replace(asKubernetesObject(withToleration({ key: 'dedicated', operator: 'Exists' })), undefined, 'All'),
       );
