@@ -159,7 +159,8 @@ type TenancyAnswer = Answer | { readonly refused: 'tenancy'; readonly by: 'mutat
 
 function tenancyAnswer(answer: Answer): TenancyAnswer {
   if (!('code' in answer) || answer.code !== 403) return answer;
-  if (answer.message.includes("ValidatingAdmissionPolicy 'tolerator.dev-tenancy'")) return { refused: 'tenancy', by: 'validating' };
+  // tolerator.dev-tenancy (pods) or tolerator.dev-tenancy-<site> (templates).
+  if (/ValidatingAdmissionPolicy 'tolerator\.dev-tenancy(-[a-z]+)?'/.test(answer.message)) return { refused: 'tenancy', by: 'validating' };
   if (answer.message.includes(`policy "${POLICY}"`)) {
     return {
       refused: 'tenancy',
