@@ -506,7 +506,7 @@ export function auditPod(pod: Pod, surroundings: PodSurroundings, settings: Audi
 function tenancyFacts(pod: Pod, namespace: string, name: string, namespaceObject: Namespace | undefined, set: PolicySet): TenancyFacts {
   const evaluator = createPolicyEvaluator(
     { object: pod, oldObject: undefined, namespace: namespaceObject, request: auditRequest(namespace, name) },
-    set.groupsByNamespace,
+    set.namespaceVerdicts,
   );
   const groups = resolveNamespaceGroups(set, evaluator);
   if (groups.conflict !== undefined) {

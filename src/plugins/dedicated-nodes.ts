@@ -250,7 +250,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
       namespace: context.namespace,
       request: () => celRequest(attributes, workload.kind),
     },
-    set.groupsByNamespace,
+    set.namespaceVerdicts,
   );
   const namespace = attributes.namespace;
   const prepared = { workload, evaluator, namespace };
