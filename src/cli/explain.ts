@@ -8,6 +8,7 @@ import type { JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, ReviewStep } from '../admission/pipeline.js';
 import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
+import { objectAt, podFromTemplate } from '../api/pod-template.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
 import { terminalSafe } from '../audit/audit-summary.js';
@@ -23,46 +24,6 @@ import { offlinePipeline } from './runtime.js';
 export interface ExplainInput {
   readonly source: string;
   readonly text: string;
-}
-
-/** The controller that owns the pods a workload kind creates (Deployments create them through ReplicaSets). */
-const podOwners: Readonly<Record<string, { apiVersion: string; kind: string }>> = {
-  Deployment: { apiVersion: 'apps/v1', kind: 'ReplicaSet' },
-  ReplicaSet: { apiVersion: 'apps/v1', kind: 'ReplicaSet' },
-  StatefulSet: { apiVersion: 'apps/v1', kind: 'StatefulSet' },
-  DaemonSet: { apiVersion: 'apps/v1', kind: 'DaemonSet' },
-  Job: { apiVersion: 'batch/v1', kind: 'Job' },
-  CronJob: { apiVersion: 'batch/v1', kind: 'Job' },
-  ReplicationController: { apiVersion: 'v1', kind: 'ReplicationController' },
-};
-
-/**
- * A workload is explained through the pod its controller would create from the template: that
- * pod is what the webhook sees at scheduling time, owned by the controller (which is how a
- * DaemonSet's pods get the DaemonSet toleration set).
- */
-function podFromManifest(manifest: JsonObject, kind: ResourceKind): JsonObject {
-  if (kind.kind === 'Pod') {
-    return manifest;
-  }
-  let template: unknown = manifest;
-  for (const segment of kind.podSpecPath.slice(0, -1)) {
-    template = (template as JsonObject | undefined)?.[segment];
-  }
-  const templateObject = (template ?? {}) as { metadata?: JsonObject; spec?: JsonObject };
-  const metadata = (manifest.metadata ?? {}) as { name?: string; namespace?: string };
-  const owner = podOwners[kind.kind];
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      ...templateObject.metadata,
-      generateName: `${metadata.name ?? kind.kind.toLowerCase()}-`,
-      ...(metadata.namespace === undefined ? {} : { namespace: metadata.namespace }),
-      ...(owner === undefined ? {} : { ownerReferences: [{ ...owner, name: metadata.name ?? '', uid: '', controller: true }] }),
-    },
-    spec: templateObject.spec ?? {},
-  };
 }
 
 /** Turns each manifest in the input into the CREATE review the API server would send for its pod. */
@@ -102,9 +63,16 @@ export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) 
         `${input.source}: document ${index}: ${String(manifest.apiVersion)} ${String(manifest.kind)} is not a kind tolerator reads (a Pod or a workload with a pod template)`,
       );
     }
-    const pod = podFromManifest(manifest, kind);
-    const metadata = (pod.metadata ?? {}) as { name?: string; namespace?: string };
-    const namespace = metadata.namespace ?? 'default';
+    // A workload is explained through the pod its controller would create from the template: that
+    // pod is what the webhook sees at scheduling time, owned by the controller (which is how a
+    // DaemonSet's pods get the DaemonSet toleration set). kubectl's namespace when none is written.
+    const manifestMetadata = isJsonObject(manifest.metadata) ? manifest.metadata : {};
+    const namespace = typeof manifestMetadata.namespace === 'string' ? manifestMetadata.namespace : 'default';
+    const pod = podFromTemplate(manifest, kind, namespace);
+    if (pod === undefined) {
+      throw new UsageError(`${input.source}: document ${index}: ${kind.kind} has no pod template spec (the API server refuses it)`);
+    }
+    const podName = objectAt(pod, ['metadata'])?.name;
     const review: ParsedReview = {
       apiVersion: 'admission.k8s.io/v1',
       uid: `explain-${index}`,
@@ -114,13 +82,13 @@ export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) 
         resource: { group: '', version: 'v1', resource: 'pods' },
         subResource: '',
         namespace,
-        name: metadata.name ?? '',
-        object: { ...pod, metadata: { ...(pod.metadata as JsonObject | undefined), namespace } },
+        name: typeof podName === 'string' ? podName : '',
+        object: pod,
         oldObject: undefined,
         dryRun: true,
       },
     };
-    const workload = (manifest.metadata as { name?: string } | undefined)?.name ?? '';
+    const workload = typeof manifestMetadata.name === 'string' ? manifestMetadata.name : '';
     return [{ kind, workload, review }];
   });
 }

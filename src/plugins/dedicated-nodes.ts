@@ -30,9 +30,10 @@
  * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
 import { clipText, spellOut } from '../api/text-bounds.js';
+import { podFromTemplate, podTemplateOf, withPodSpec } from '../api/pod-template.js';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
-import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
-import { isJsonObject, jsonEqual } from '../api/types.js';
+import type { JsonObject, Node, PodSpec, Toleration } from '../api/types.js';
+import { jsonEqual } from '../api/types.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
@@ -90,10 +91,9 @@ function workloadKindOf(attributes: AdmissionAttributes): ResourceKind | undefin
 interface Workload {
   /** `Pod`, `DaemonSet`, `Deployment`, … */
   readonly kind: string;
-  /** What CEL sees as `object` (and `oldObject`): a Pod, or the template as a Pod. */
+  /** What CEL sees as `object` (and `oldObject`): a Pod, or the Pod the template's controller creates (src/api/pod-template.ts). */
   readonly podView: JsonObject;
   readonly oldPodView: JsonObject | undefined;
-  readonly metadata: ObjectMeta;
   readonly spec: PodSpec;
   readonly oldSpec: PodSpec | undefined;
   /** Path of the pod spec in the object, for messages: `spec`, `spec.template.spec`, … */
@@ -104,81 +104,22 @@ interface Workload {
 
 function toWorkload(object: JsonObject, oldObject: JsonObject | undefined, attributes: AdmissionAttributes): Workload | undefined {
   const kind = workloadKindOf(attributes);
-  if (kind === undefined) {
+  const spec: PodSpec | undefined = kind === undefined ? undefined : podTemplateOf(object, kind)?.spec;
+  if (kind === undefined || spec === undefined) {
     return undefined;
   }
-  if (kind.kind === 'Pod') {
-    const spec: PodSpec | undefined = asObject(object.spec);
-    if (spec === undefined) {
-      return undefined;
-    }
-    return {
-      kind: 'Pod',
-      podView: object,
-      oldPodView: oldObject,
-      metadata: metadataOf(object.metadata),
-      spec,
-      oldSpec: podSpecOf(oldObject?.spec),
-      specPath: 'spec',
-      withSpec: (newSpec) => ({ ...object, spec: newSpec }),
-    };
-  }
-  // The template is the object one level above the pod spec: `spec.template`, `template`, or a
-  // CronJob's `spec.jobTemplate.spec.template`.
-  const templatePath = kind.podSpecPath.slice(0, -1);
-  const template = objectAt(object, templatePath);
-  const spec: PodSpec | undefined = asObject(template?.spec);
-  if (template === undefined || spec === undefined) {
-    return undefined;
-  }
-  const oldTemplate = objectAt(oldObject, templatePath);
-  const asPod = (tpl: Record<string, unknown>): JsonObject => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { ...asObject(tpl.metadata), namespace: attributes.namespace },
-    spec: tpl.spec,
-  });
+  // The admission layer has checked the shapes of the fields read here (src/admission/object-shape.ts).
+  const asPod = (workload: JsonObject | undefined): JsonObject | undefined =>
+    workload === undefined ? undefined : kind.kind === 'Pod' ? workload : podFromTemplate(workload, kind, attributes.namespace);
   return {
     kind: kind.kind,
-    podView: asPod(template),
-    oldPodView: oldTemplate === undefined ? undefined : asPod(oldTemplate),
-    metadata: metadataOf(template.metadata),
+    podView: asPod(object) ?? object,
+    oldPodView: asPod(oldObject),
     spec,
-    oldSpec: podSpecOf(oldTemplate?.spec),
+    oldSpec: oldObject === undefined ? undefined : podTemplateOf(oldObject, kind)?.spec,
     specPath: kind.podSpecPath.join('.'),
-    withSpec: (newSpec) => withObjectAt(object, kind.podSpecPath, newSpec),
+    withSpec: (newSpec) => withPodSpec(object, kind, newSpec),
   };
-}
-
-/** The object at `path`, or undefined when a step is absent or not an object. */
-function objectAt(object: JsonObject | undefined, path: readonly string[]): Record<string, unknown> | undefined {
-  let value: Record<string, unknown> | undefined = object;
-  for (const field of path) {
-    value = asObject(value === undefined || !Object.hasOwn(value, field) ? undefined : value[field]);
-  }
-  return value;
-}
-
-/** A copy of `object` with the value at `path` replaced, copying only the objects on the path. */
-function withObjectAt(object: Record<string, unknown>, path: readonly string[], value: unknown): JsonObject {
-  const [field, ...rest] = path;
-  if (field === undefined) {
-    return value as JsonObject;
-  }
-  return { ...object, [field]: rest.length === 0 ? value : withObjectAt(asObject(object[field]) ?? {}, rest, value) };
-}
-
-/** The admission layer has checked the shapes of the fields read here (src/admission/object-shape.ts); this only guards against absence. */
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return isJsonObject(value) ? value : undefined;
-}
-
-function podSpecOf(value: unknown): PodSpec | undefined {
-  return asObject(value);
-}
-
-function metadataOf(value: unknown): ObjectMeta {
-  return asObject(value) ?? {};
 }
 
 /** The user a rule sees when no requester is known: no name, no groups, so a rule that trusts a group never matches. */
