@@ -44,6 +44,7 @@
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { JsonObject, Namespace, Node, Pod, Toleration } from '../api/types.js';
 import { MirrorPodAnnotation, TaintKey } from '../api/types.js';
+import { celRequest, offlineAttributes } from '../plugins/admission-request.js';
 import { daemonSetPodTolerations, isDaemonSetPod } from '../plugins/daemonset-tolerations.js';
 import { coversNodeCondition } from '../plugins/default-toleration-seconds.js';
 import { groupToleration } from '../plugins/dedicated-nodes.js';
@@ -417,18 +418,12 @@ function describeToleration(toleration: Toleration): string {
   return `${toleration.key ?? ''}:${toleration.effect ?? ''}`;
 }
 
-/** The `request` a stored pod is judged under: a CREATE of the pod by an anonymous user with no groups. */
-function auditRequest(namespace: string, name: string): JsonObject {
-  return {
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    resource: { group: '', version: 'v1', resource: 'pods' },
-    subResource: '',
-    name,
-    namespace,
-    operation: 'CREATE',
-    userInfo: { username: '', uid: '', groups: [], extra: {} },
-    dryRun: false,
-  };
+/**
+ * The `request` a stored pod is judged under: a CREATE of the pod by nobody (no name, no groups),
+ * the request made up offline that `tolerator test` and `explain` send too.
+ */
+function auditRequest(pod: Pod, namespace: string): JsonObject {
+  return celRequest(offlineAttributes({ object: pod, operation: 'CREATE', namespace }), 'Pod');
 }
 
 /**
@@ -481,7 +476,7 @@ export function auditPod(pod: Pod, surroundings: PodSurroundings, settings: Audi
     tolerations: pod.spec?.tolerations ?? [],
     surroundings,
     settings,
-    tenancy: () => (tenancy ??= tenancyFacts(pod, namespace, name, surroundings.namespace, settings.policies)),
+    tenancy: () => (tenancy ??= tenancyFacts(pod, namespace, surroundings.namespace, settings.policies)),
   };
   const violations: AuditViolation[] = [];
   const tenancyOn = settings.policies.policies.length > 0;
@@ -503,9 +498,9 @@ export function auditPod(pod: Pod, surroundings: PodSurroundings, settings: Audi
   return { violations };
 }
 
-function tenancyFacts(pod: Pod, namespace: string, name: string, namespaceObject: Namespace | undefined, set: PolicySet): TenancyFacts {
+function tenancyFacts(pod: Pod, namespace: string, namespaceObject: Namespace | undefined, set: PolicySet): TenancyFacts {
   const evaluator = createPolicyEvaluator(
-    { object: pod, oldObject: undefined, namespace: namespaceObject, request: auditRequest(namespace, name) },
+    { object: pod, oldObject: undefined, namespace: namespaceObject, request: auditRequest(pod, namespace) },
     set.groupsByNamespace,
   );
   const groups = resolveNamespaceGroups(set, evaluator);

@@ -8,10 +8,11 @@ import type { JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, ReviewStep } from '../admission/pipeline.js';
 import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
-import { objectAt, podFromTemplate } from '../api/pod-template.js';
+import { podFromTemplate } from '../api/pod-template.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
 import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
 import { terminalSafe } from '../audit/audit-summary.js';
+import { offlineAttributes } from '../plugins/admission-request.js';
 import { pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
@@ -72,21 +73,10 @@ export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) 
     if (pod === undefined) {
       throw new UsageError(`${input.source}: document ${index}: ${kind.kind} has no pod template spec (the API server refuses it)`);
     }
-    const podName = objectAt(pod, ['metadata'])?.name;
     const review: ParsedReview = {
       apiVersion: 'admission.k8s.io/v1',
       uid: `explain-${index}`,
-      attributes: {
-        operation: 'CREATE',
-        kind: { group: '', version: 'v1', kind: 'Pod' },
-        resource: { group: '', version: 'v1', resource: 'pods' },
-        subResource: '',
-        namespace,
-        name: typeof podName === 'string' ? podName : '',
-        object: pod,
-        oldObject: undefined,
-        dryRun: true,
-      },
+      attributes: offlineAttributes({ object: pod, operation: 'CREATE', namespace, dryRun: true }),
     };
     const workload = typeof manifestMetadata.name === 'string' ? manifestMetadata.name : '';
     return [{ kind, workload, review }];

@@ -40,6 +40,7 @@ import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '
 import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
+import { celRequest } from './admission-request.js';
 import { isMirrorPodRequest } from './plugin.js';
 import type {
   AdmissionAttributes,
@@ -119,37 +120,6 @@ function toWorkload(object: JsonObject, oldObject: JsonObject | undefined, attri
     oldSpec: oldObject === undefined ? undefined : podTemplateOf(oldObject, kind)?.spec,
     specPath: kind.podSpecPath.join('.'),
     withSpec: (newSpec) => withPodSpec(object, kind, newSpec),
-  };
-}
-
-/** The user a rule sees when no requester is known: no name, no groups, so a rule that trusts a group never matches. */
-const nobody = { username: '', uid: '', groups: [], extra: {} } as const;
-
-/**
- * The `request` variable of Kubernetes admission CEL: the AdmissionRequest without its objects
- * (those are `object` and `oldObject`), userInfo included. Requests made up offline carry an
- * anonymous user with no groups, so a rule that trusts a group never matches them by accident.
- *
- * A workload's template is judged as its pods will be, and those are requested by a controller
- * (the ReplicaSet, DaemonSet, Job … controller's service account, or kube-controller-manager's
- * own identity), never by whoever wrote the workload. So for a template `request.userInfo` is
- * nobody's too: an exemption by the writer's groups (the prefix policy exempts platform-admins)
- * would otherwise let a template through that its controller's objects are then refused for,
- * and leave a DaemonSet template without the pair, whose pods are stranded on nodes outside the
- * group (as kube-controller-manager showed).
- */
-function celRequest(attributes: AdmissionAttributes, kind: string): JsonObject {
-  const userInfo = kind === 'Pod' ? (attributes.userInfo ?? nobody) : nobody;
-  return {
-    ...attributes.envelope,
-    kind: { ...attributes.kind },
-    resource: { ...attributes.resource },
-    subResource: attributes.subResource,
-    name: attributes.name,
-    namespace: attributes.namespace,
-    operation: attributes.operation,
-    userInfo: { username: userInfo.username, uid: userInfo.uid, groups: [...userInfo.groups], extra: { ...userInfo.extra } },
-    dryRun: attributes.dryRun,
   };
 }
 
