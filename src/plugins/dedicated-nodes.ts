@@ -40,6 +40,16 @@ import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '
 import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
+import {
+  contradictionText,
+  foreignReachRule,
+  foreignTolerationText,
+  groupRequirementText,
+  groupTaintPattern,
+  groupTaintText,
+  groupTolerationText,
+  judgedMemberships,
+} from '../tenancy/verdict-texts.js';
 import { celRequest } from './admission-request.js';
 import { isMirrorPodRequest } from './plugin.js';
 import type {
@@ -183,7 +193,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     if (existingLeftAlone) {
       return {
         prepared,
-        memberships: set.policies.map((policy) => ({ policy, group: '' })),
+        memberships: judgedMemberships(set, groups),
         conflict: { warnings: [`DedicatedNodes: ${message}`], auditAnnotations: annotations },
       };
     }
@@ -337,7 +347,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
       const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
       if (tolerated !== undefined) {
         foreign.push(
-          `${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`,
+          `${foreignTolerationText(workload.specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")`,
         );
       }
     }
@@ -354,7 +364,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
         infrastructureUses.push(`${policy.name}: ${spellOut(foreignReach, (use) => use, '; ')}`);
       } else {
         for (const message of foreignReach) {
-          violations.push({ policy, message: `${message}; ${whoMay(prepared, ownGroup, conflict !== undefined)}` });
+          violations.push({ policy, message: `${message}; ${foreignReachRule(prepared.namespace, ownGroup, conflict !== undefined)}` });
         }
       }
     }
@@ -404,7 +414,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const taint = { key: policy.taint.key, value: group, effect: policy.taint.effect };
   if (wholePair && !(workload.spec.tolerations ?? []).some((toleration) => toleratesOwnGroup(toleration, taint))) {
     messages.push(
-      `${subject} must tolerate the taint ${policy.taint.key}=${group}:${policy.taint.effect}: ${workload.specPath}.tolerations lacks {key: ${policy.taint.key}, operator: Equal, value: ${group}, effect: ${policy.taint.effect}}`,
+      `${subject} must tolerate the taint ${groupTaintText(policy, group)}: ${workload.specPath}.tolerations lacks ${groupTolerationText(policy, group)}`,
     );
   }
   const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
@@ -414,7 +424,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
   if (missing.length > 0) {
     messages.push(
-      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
+      `${subject} must require ${groupRequirementText(policy, group)} in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
     );
   }
   return messages;
@@ -431,17 +441,8 @@ function contradictionMessage(
   group: string,
   contradictions: readonly { field: string; detail: string }[],
 ): string {
-  const each = spellOut(contradictions, ({ field, detail }) => `${field} ${detail}`, '; ');
+  const each = spellOut(contradictions, contradictionText, '; ');
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
-}
-
-function whoMay(prepared: Prepared, ownGroup: string, conflict: boolean): string {
-  const from = conflict
-    ? `namespace "${prepared.namespace}" is claimed by more than one group, so it is judged as belonging to none`
-    : ownGroup === ''
-      ? `namespace "${prepared.namespace}" belongs to no group`
-      : `namespace "${prepared.namespace}" belongs to group "${ownGroup}"`;
-  return `${from}, and only an infrastructure namespace may reach other groups' nodes`;
 }
 
 // ---------------------------------------------------------------------------------------------
