@@ -8,9 +8,10 @@ import type { JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, ReviewStep } from '../admission/pipeline.js';
 import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
+import { describeRequirement } from '../api/node-selector-text.js';
 import { podFromTemplate } from '../api/pod-template.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
-import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
+import { isJsonObject, type JsonObject, type NodeSelectorRequirement, type Toleration } from '../api/types.js';
 import { terminalSafe } from '../audit/audit-summary.js';
 import { offlineAttributes } from '../plugins/admission-request.js';
 import { pluginExplanation } from '../plugins/registry.js';
@@ -93,9 +94,10 @@ function describeToleration(toleration: Toleration): string {
   return `${key} ${operator}${value} (${effect}${seconds})`;
 }
 
-function describeRequirement(value: unknown): string {
-  const requirement = value as { key?: string; operator?: string; values?: string[] };
-  return `${requirement.key ?? ''} ${requirement.operator ?? ''} [${(requirement.values ?? []).join(', ')}]`;
+/** A requirement of a patch the pipeline wrote: of the shapes src/admission/object-shape.ts checked, or the group's own. */
+function requirementOf(value: unknown): string {
+  const requirement = value as Partial<NodeSelectorRequirement>;
+  return describeRequirement({ key: requirement.key ?? '', operator: requirement.operator ?? '', values: requirement.values ?? [] });
 }
 
 /** One line per patch operation, in words where the path is one tolerator writes. */
@@ -122,7 +124,7 @@ export function describeChange(operation: JsonPatchOperation): string[] {
     const added = Array.isArray(operation.value) ? operation.value : [operation.value];
     return added.map(
       (requirement) =>
-        `+ required node affinity, term ${term[1] ?? ''}: ${describeRequirement(requirement)} (ANDed with the term's other requirements)`,
+        `+ required node affinity, term ${term[1] ?? ''}: ${requirementOf(requirement)} (ANDed with the term's other requirements)`,
     );
   }
   const affinity = /\/affinity(\/nodeAffinity(\/requiredDuringSchedulingIgnoredDuringExecution)?)?$/.exec(path);
@@ -133,9 +135,7 @@ export function describeChange(operation: JsonPatchOperation): string[] {
     if (affinity[2] === undefined)
       selector = selector?.requiredDuringSchedulingIgnoredDuringExecution as Record<string, unknown> | undefined;
     const terms = (selector?.nodeSelectorTerms ?? []) as { matchExpressions?: unknown[] }[];
-    return terms.map(
-      (term, i) => `+ required node affinity, term ${i}: ${(term.matchExpressions ?? []).map(describeRequirement).join(' AND ')}`,
-    );
+    return terms.map((term, i) => `+ required node affinity, term ${i}: ${(term.matchExpressions ?? []).map(requirementOf).join(' AND ')}`);
   }
   return [`${operation.op} ${path}${operation.op === 'remove' ? '' : ` = ${JSON.stringify(operation.value)}`}`];
 }
