@@ -5,7 +5,7 @@
  * the ClusterFacts passed in; the plugins themselves are pure.
  */
 import type { FeatureGates } from '../api/feature-gates.js';
-import { valueAt } from '../api/pod-template.js';
+import { objectAt } from '../api/pod-template.js';
 import { resourceKindByResource } from '../api/resource-kinds.js';
 import type { JsonObject } from '../api/types.js';
 import { tolerationsOf } from '../tolerations/pod-tolerations.js';
@@ -193,7 +193,8 @@ function namedNodeToJudge(attributes: AdmissionAttributes): string | undefined {
 }
 
 function nodeNameAt(object: JsonObject | undefined, podSpecPath: readonly string[]): string | undefined {
-  const name = valueAt(object, [...podSpecPath, 'nodeName']);
+  // The path as it is, not extended by 'nodeName': no array built per review.
+  const name = objectAt(object, podSpecPath)?.nodeName;
   return typeof name === 'string' ? name : undefined;
 }
 

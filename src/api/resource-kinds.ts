@@ -92,3 +92,14 @@ export function resourceKindOf(apiVersion: unknown, kind: unknown): ResourceKind
 export function resourceKindByResource(group: string, resource: string): ResourceKind | undefined {
   return kinds.find((candidate) => candidate.group === group && candidate.resource === resource);
 }
+
+/**
+ * The controllers that are themselves owned by the workload a person writes, by kind: a
+ * ReplicaSet by its Deployment, a Job by its CronJob (every kind whose pods another kind's
+ * controller owns). One step each: nothing Kubernetes ships owns a Deployment or a CronJob.
+ */
+export const workloadOfController: ReadonlyMap<string, string> = new Map(
+  kinds.flatMap((kind) =>
+    kind.podController === undefined || kind.podController.kind === kind.kind ? [] : [[kind.podController.kind, kind.kind] as const],
+  ),
+);

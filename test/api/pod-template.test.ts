@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { objectAt, podFromTemplate, podTemplateOf, templatePathOf, valueAt, withPodSpec } from '../../src/api/pod-template.js';
-import { resourceKindOf, type ResourceKind } from '../../src/api/resource-kinds.js';
+import { resourceKindOf, workloadOfController, type ResourceKind } from '../../src/api/resource-kinds.js';
 import type { JsonObject } from '../../src/api/types.js';
 
 function kind(apiVersion: string, name: string): ResourceKind {
@@ -131,5 +131,17 @@ describe('the pod spec at a kind’s path', () => {
     assert.equal(objectAt(replaced, ['metadata']), object.metadata);
     assert.equal(podTemplateOf(replaced, deploymentKind)?.metadata, templateMetadata);
     assert.equal(podTemplateOf(object, deploymentKind)?.spec, spec);
+  });
+});
+
+describe('the workload a person writes, from the controller that owns the pods', () => {
+  it('is the Deployment for a ReplicaSet and the CronJob for a Job, and nothing else', () => {
+    assert.deepEqual(
+      [...workloadOfController],
+      [
+        ['ReplicaSet', 'Deployment'],
+        ['Job', 'CronJob'],
+      ],
+    );
   });
 });
