@@ -130,7 +130,7 @@ interface ChildRun {
 }
 
 /**
- * Runs the compiled `auditCommand` in a child with `args` and returns what it measured on itself:
+ * Runs the compiled program's `audit` in a child with `args` and returns what it measured on itself:
  * wall time from before the command to its end (reading and parsing included) and peak RSS.
  * Asynchronous: when the pods come from the fake API server, this process answers the pages.
  */
@@ -214,7 +214,7 @@ export async function measureAudit(options: { root: string; dir: string; note: (
 function childScript(root: string, args: readonly string[]): string {
   return `
     import { readFileSync } from 'node:fs';
-    const { auditCommand } = await import(${JSON.stringify(join(root, 'dist', 'cli', 'audit.js'))});
+    const { runCli } = await import(${JSON.stringify(join(root, 'dist', 'cli', 'program.js'))});
     let output = '';
     const io = {
       stdout: (text) => { output += text; },
@@ -226,7 +226,7 @@ function childScript(root: string, args: readonly string[]): string {
       env: {},
     };
     const started = performance.now();
-    const code = await auditCommand(${JSON.stringify(args)}, io);
+    const code = await runCli(${JSON.stringify(['audit', ...args])}, io);
     const ms = performance.now() - started;
     const maxRssKib = process.resourceUsage().maxRSS;
     const summary = JSON.parse(output).summary;

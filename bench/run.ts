@@ -7,6 +7,11 @@
  *   npm run bench -- --skip-soak  everything but the soak
  *   npm run bench -- --quick      short runs, one round: to try the bench, not to quote
  *   npm run bench -- --no-profile no CPU profile when a target is missed
+ *   npm run bench -- --baseline DIR
+ *                                 adds a row to the throughput table: tolerator built in DIR
+ *                                 (another checkout, after `npm ci && npm run build`), so that
+ *                                 a change is compared with an earlier commit on the same machine
+ *                                 in the same run
  *   npm run bench -- --only worst only the worst-review section (bench/worst.ts, several
  *                                 minutes: a fresh server per review, and bench/review-probe.ts
  *                                 in process for a body over the build's limit): replaces that
@@ -37,7 +42,7 @@
  * the requests answered, which other processes on the machine disturb far less than throughput.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -63,6 +68,7 @@ const { values: flags } = parseArgs({
     'no-profile': { type: 'boolean', default: false },
     only: { type: 'string' },
     'worst-filter': { type: 'string' },
+    baseline: { type: 'string' },
   },
 });
 const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch', 'starvation', 'scale'];
@@ -456,6 +462,7 @@ async function main(): Promise<void> {
   const expressSpec: ServerSpec = { label: 'reference: floor behind express 5', kind: 'express-floor' };
   const warnSpec = tolerator('tolerator (log warn)');
   const infoSpec = tolerator('tolerator (log info)', { logLevel: 'info' });
+  const baselineSpec = flags.baseline === undefined ? undefined : baselineServer(flags.baseline, tolerator);
 
   let infoMax: number | undefined;
   try {
@@ -490,7 +497,8 @@ async function main(): Promise<void> {
       const warn = await start(warnSpec);
       const info = await start(infoSpec);
       const expressFloor = await start(expressSpec);
-      const main = [floor, warn, info, expressFloor];
+      const baseline = baselineSpec === undefined ? undefined : await start(baselineSpec);
+      const main = [floor, warn, info, expressFloor, ...(baseline === undefined ? [] : [baseline])];
       for (const server of main) await check(server, mix);
       const runs = new Map<RunningServer, { c16: Measurement[]; c64: Measurement[]; fixed: Measurement[] }>(
         main.map((s) => [s, { c16: [], c64: [], fixed: [] }]),
@@ -588,6 +596,14 @@ async function main(): Promise<void> {
         });
       }
       infoMax = summaries.get(info)?.c64.rps;
+      const baselineSummary = baseline === undefined ? undefined : summaries.get(baseline);
+      const warnSummary = summaries.get(warn);
+      if (baseline !== undefined && baselineSummary !== undefined && warnSummary !== undefined) {
+        out(
+          `Against the baseline (${baseline.spec.label}), in this run: tolerator (log warn) ${fmt.ratio(warnSummary.c64.rps / baselineSummary.c64.rps)} × its throughput at 64 connections, ${fmt.us(warnSummary.c64.cpuUs)} µs of CPU a request against ${fmt.us(baselineSummary.c64.cpuUs)} (${fmt.ratio(warnSummary.c64.cpuUs / baselineSummary.c64.cpuUs)} ×).`,
+        );
+        out();
+      }
 
       // ---- B: cost against pod size ----
       const sizes: { containers: number; tolerations: number }[] = [
@@ -1000,3 +1016,17 @@ function printProfile(summary: ProfileSummary): void {
 }
 
 await main();
+
+/**
+ * The server of `--baseline DIR`: tolerator as built in another checkout, with this run's
+ * flags, labelled with that checkout's commit. Its dist/ must exist: building it here would
+ * compile an older tree with this one's toolchain.
+ */
+function baselineServer(dir: string, tolerator: (label: string, extra?: Partial<ServerSpec>) => ServerSpec): ServerSpec {
+  const main = join(dir, 'dist', 'main.js');
+  if (!existsSync(main)) {
+    throw new Error(`--baseline ${dir}: no dist/main.js there; run npm ci && npm run build in that checkout first`);
+  }
+  const commit = execFileSync('git', ['-C', dir, 'rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).trim();
+  return tolerator(`baseline: tolerator at ${commit} (log warn)`, { main });
+}

@@ -5,6 +5,7 @@
  * the ClusterFacts passed in; the plugins themselves are pure.
  */
 import type { FeatureGates } from '../api/feature-gates.js';
+import { objectAt } from '../api/pod-template.js';
 import { resourceKindByResource } from '../api/resource-kinds.js';
 import type { JsonObject } from '../api/types.js';
 import { tolerationsOf } from '../tolerations/pod-tolerations.js';
@@ -192,12 +193,9 @@ function namedNodeToJudge(attributes: AdmissionAttributes): string | undefined {
 }
 
 function nodeNameAt(object: JsonObject | undefined, podSpecPath: readonly string[]): string | undefined {
-  let value: unknown = object;
-  for (const field of podSpecPath) {
-    value = typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>)[field] : undefined;
-  }
-  const spec = typeof value === 'object' && value !== null ? (value as { nodeName?: unknown }) : undefined;
-  return typeof spec?.nodeName === 'string' ? spec.nodeName : undefined;
+  // The path as it is, not extended by 'nodeName': no array built per review.
+  const name = objectAt(object, podSpecPath)?.nodeName;
+  return typeof name === 'string' ? name : undefined;
 }
 
 function denied(

@@ -12,7 +12,9 @@ export const int64Min = -(2n ** 63n);
 export const int64Max = 2n ** 63n - 1n;
 
 export type ParseIntResult =
-  { readonly value: bigint; readonly error?: undefined } | { readonly value?: undefined; readonly error: string };
+  | { readonly value: bigint; readonly error?: undefined }
+  /** `reason` is Go's error kind (strconv.ErrSyntax or strconv.ErrRange), for a caller with its own words. */
+  | { readonly value?: undefined; readonly error: string; readonly reason: 'syntax' | 'range' };
 
 /**
  * strconv.ParseInt(s, 10, 64) with Go's semantics and messages: an optional sign, ASCII digits
@@ -24,8 +26,8 @@ export function parseInt64(input: string): ParseIntResult {
   // every Gt/Lt toleration against every taint, valid values included. Go quotes the whole input;
   // one built to be long is clipped (text-bounds.ts), so a 3 MiB value costs a kilobyte of message.
   const quoted = (): string => goQuote(clipText(input));
-  const syntaxError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${quoted()}: invalid syntax` });
-  const rangeError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${quoted()}: value out of range` });
+  const syntaxError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${quoted()}: invalid syntax`, reason: 'syntax' });
+  const rangeError = (): ParseIntResult => ({ error: `strconv.ParseInt: parsing ${quoted()}: value out of range`, reason: 'range' });
   if (input.length === 0) {
     return syntaxError();
   }

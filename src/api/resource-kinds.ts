@@ -9,7 +9,26 @@ export interface ResourceKind {
   readonly resource: string;
   /** Path of the pod spec inside the object: `spec` for a Pod, `spec.template.spec` for most workloads. */
   readonly podSpecPath: readonly string[];
+  /**
+   * The controller whose owner reference the pods made from this kind's template carry: the kind
+   * itself, but a Deployment's pods belong to its ReplicaSets and a CronJob's to its Jobs. None
+   * for a Pod and a PodTemplate, which no controller turns into pods.
+   */
+  readonly podController?: { readonly apiVersion: string; readonly kind: string };
 }
+
+const replicaSet = { apiVersion: 'apps/v1', kind: 'ReplicaSet' } as const;
+const job = { apiVersion: 'batch/v1', kind: 'Job' } as const;
+
+/** The DaemonSet, whose template PodNodeSelector mutates and whose pods DaemonSetTolerations recognises by their owner. */
+export const daemonSetKind: ResourceKind = {
+  group: 'apps',
+  version: 'v1',
+  kind: 'DaemonSet',
+  resource: 'daemonsets',
+  podSpecPath: ['spec', 'template', 'spec'],
+  podController: { apiVersion: 'apps/v1', kind: 'DaemonSet' },
+};
 
 const kinds: readonly ResourceKind[] = [
   { group: '', version: 'v1', kind: 'Pod', resource: 'pods', podSpecPath: ['spec'] },
@@ -20,18 +39,41 @@ const kinds: readonly ResourceKind[] = [
     kind: 'ReplicationController',
     resource: 'replicationcontrollers',
     podSpecPath: ['spec', 'template', 'spec'],
+    podController: { apiVersion: 'v1', kind: 'ReplicationController' },
   },
-  { group: 'apps', version: 'v1', kind: 'Deployment', resource: 'deployments', podSpecPath: ['spec', 'template', 'spec'] },
-  { group: 'apps', version: 'v1', kind: 'ReplicaSet', resource: 'replicasets', podSpecPath: ['spec', 'template', 'spec'] },
-  { group: 'apps', version: 'v1', kind: 'StatefulSet', resource: 'statefulsets', podSpecPath: ['spec', 'template', 'spec'] },
-  { group: 'apps', version: 'v1', kind: 'DaemonSet', resource: 'daemonsets', podSpecPath: ['spec', 'template', 'spec'] },
-  { group: 'batch', version: 'v1', kind: 'Job', resource: 'jobs', podSpecPath: ['spec', 'template', 'spec'] },
+  {
+    group: 'apps',
+    version: 'v1',
+    kind: 'Deployment',
+    resource: 'deployments',
+    podSpecPath: ['spec', 'template', 'spec'],
+    podController: replicaSet,
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    kind: 'ReplicaSet',
+    resource: 'replicasets',
+    podSpecPath: ['spec', 'template', 'spec'],
+    podController: replicaSet,
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    kind: 'StatefulSet',
+    resource: 'statefulsets',
+    podSpecPath: ['spec', 'template', 'spec'],
+    podController: { apiVersion: 'apps/v1', kind: 'StatefulSet' },
+  },
+  daemonSetKind,
+  { group: 'batch', version: 'v1', kind: 'Job', resource: 'jobs', podSpecPath: ['spec', 'template', 'spec'], podController: job },
   {
     group: 'batch',
     version: 'v1',
     kind: 'CronJob',
     resource: 'cronjobs',
     podSpecPath: ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
+    podController: job,
   },
 ];
 
@@ -50,3 +92,14 @@ export function resourceKindOf(apiVersion: unknown, kind: unknown): ResourceKind
 export function resourceKindByResource(group: string, resource: string): ResourceKind | undefined {
   return kinds.find((candidate) => candidate.group === group && candidate.resource === resource);
 }
+
+/**
+ * The controllers that are themselves owned by the workload a person writes, by kind: a
+ * ReplicaSet by its Deployment, a Job by its CronJob (every kind whose pods another kind's
+ * controller owns). One step each: nothing Kubernetes ships owns a Deployment or a CronJob.
+ */
+export const workloadOfController: ReadonlyMap<string, string> = new Map(
+  kinds.flatMap((kind) =>
+    kind.podController === undefined || kind.podController.kind === kind.kind ? [] : [[kind.podController.kind, kind.kind] as const],
+  ),
+);

@@ -44,9 +44,9 @@
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { JsonObject, Namespace, Node, Pod, Toleration } from '../api/types.js';
 import { MirrorPodAnnotation, TaintKey } from '../api/types.js';
+import { celRequest, offlineAttributes } from '../plugins/admission-request.js';
 import { daemonSetPodTolerations, isDaemonSetPod } from '../plugins/daemonset-tolerations.js';
 import { coversNodeCondition } from '../plugins/default-toleration-seconds.js';
-import { groupToleration } from '../plugins/dedicated-nodes.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { memoryPressureToleration } from '../plugins/pod-toleration-restriction.js';
 import { foreignGroupsTolerated, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
@@ -59,6 +59,16 @@ import {
   type PolicySet,
 } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
+import {
+  contradictionText,
+  foreignReachRule,
+  foreignTolerationText,
+  groupRequirementText,
+  groupTaintPattern,
+  groupTaintText,
+  groupTolerationText,
+  judgedMemberships,
+} from '../tenancy/verdict-texts.js';
 import { isSuperset } from '../tolerations/merge.js';
 import { isBestEffortPod } from '../tolerations/qos.js';
 import { validateTolerations } from '../tolerations/validate-tolerations.js';
@@ -187,7 +197,7 @@ const rules = [
       return [
         {
           policy,
-          message: `spec.nodeName "${nodeName}" names no existing node (policy "${policy.name}"): a node registering under that name would run the pod whatever its ${policy.taint.key}=<group>:${policy.taint.effect} taint says; recreate the pod so that admission and the scheduler place it`,
+          message: `spec.nodeName "${nodeName}" names no existing node (policy "${policy.name}"): a node registering under that name would run the pod whatever its ${groupTaintPattern(policy)} taint says; recreate the pod so that admission and the scheduler place it`,
         },
       ];
     },
@@ -214,16 +224,16 @@ const rules = [
         const lacks: string[] = [];
         const taint = { key: policy.taint.key, value: group, effect: policy.taint.effect };
         if (!subject.tolerations.some((toleration) => toleratesOwnGroup(toleration, taint))) {
-          const wanted = groupToleration(policy, group);
-          lacks.push(`spec.tolerations lacks {key: ${wanted.key}, operator: Equal, value: ${group}, effect: ${wanted.effect}}`);
+          lacks.push(`spec.tolerations lacks ${groupTolerationText(policy, group)}`);
         }
-        for (const { field, detail } of groupContradictions(spec, policy.nodeLabel, group, 'spec')) lacks.push(`${field} ${detail}`);
+        for (const contradiction of groupContradictions(spec, policy.nodeLabel, group, 'spec'))
+          lacks.push(contradictionText(contradiction));
         const missing = missingGroupRequirement(spec, policy.nodeLabel, group, 'spec');
-        if (missing.length > 0) lacks.push(`${policy.nodeLabel} In [${group}] is missing in ${spell(missing)}`);
+        if (missing.length > 0) lacks.push(`${groupRequirementText(policy, group)} is missing in ${spell(missing)}`);
         if (lacks.length === 0) continue;
         findings.push({
           policy,
-          message: `a pod of group "${group}" (policy "${policy.name}") must tolerate ${policy.taint.key}=${group}:${policy.taint.effect} and require ${policy.nodeLabel} In [${group}] in every required node affinity term: ${spell(lacks)}; ${recreate} adds them${exemptByRequester(policy)}`,
+          message: `a pod of group "${group}" (policy "${policy.name}") must tolerate ${groupTaintText(policy, group)} and require ${groupRequirementText(policy, group)} in every required node affinity term: ${spell(lacks)}; ${recreate} adds them${exemptByRequester(policy)}`,
         });
       }
       return findings;
@@ -239,12 +249,12 @@ const rules = [
         const foreign: string[] = [];
         subject.tolerations.forEach((toleration, index) => {
           const tolerated = foreignGroupsTolerated(toleration, policy, group);
-          if (tolerated !== undefined) foreign.push(`spec.tolerations[${index}] tolerates ${tolerated}`);
+          if (tolerated !== undefined) foreign.push(foreignTolerationText('spec', index, tolerated));
         });
         if (foreign.length === 0 || evaluator.infrastructure(policy)) continue;
         findings.push({
           policy,
-          message: `${spell(foreign)} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}"); ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: remove the toleration from the pod's workload`,
+          message: `${spell(foreign)} (${groupTaintPattern(policy)}, policy "${policy.name}"); ${foreignReachRule(subject.namespace, group, conflict)}: remove the toleration from the pod's workload`,
         });
       }
       return findings;
@@ -387,7 +397,7 @@ function nodeFindings(subject: Subject, foreign: boolean): Finding[] {
       if (evaluator.infrastructure(policy)) continue;
       findings.push({
         policy,
-        message: `${problem.message}; ${whoseNamespace(subject, group, conflict)}, and only an infrastructure namespace may reach other groups' nodes: recreate the pod so that admission and the scheduler place it`,
+        message: `${problem.message}; ${foreignReachRule(subject.namespace, group, conflict)}: recreate the pod so that admission and the scheduler place it`,
       });
     } else {
       findings.push({
@@ -397,13 +407,6 @@ function nodeFindings(subject: Subject, foreign: boolean): Finding[] {
     }
   }
   return findings;
-}
-
-function whoseNamespace(subject: Subject, group: string, conflict: boolean): string {
-  if (conflict) return `namespace "${subject.namespace}" is claimed by more than one group, so it is judged as belonging to none`;
-  return group === ''
-    ? `namespace "${subject.namespace}" belongs to no group`
-    : `namespace "${subject.namespace}" belongs to group "${group}"`;
 }
 
 /** A note for the tenant rules when the policy's exemption reads the request, which a stored pod no longer has. */
@@ -417,18 +420,12 @@ function describeToleration(toleration: Toleration): string {
   return `${toleration.key ?? ''}:${toleration.effect ?? ''}`;
 }
 
-/** The `request` a stored pod is judged under: a CREATE of the pod by an anonymous user with no groups. */
-function auditRequest(namespace: string, name: string): JsonObject {
-  return {
-    kind: { group: '', version: 'v1', kind: 'Pod' },
-    resource: { group: '', version: 'v1', resource: 'pods' },
-    subResource: '',
-    name,
-    namespace,
-    operation: 'CREATE',
-    userInfo: { username: '', uid: '', groups: [], extra: {} },
-    dryRun: false,
-  };
+/**
+ * The `request` a stored pod is judged under: a CREATE of the pod by nobody (no name, no groups),
+ * the request made up offline that `tolerator test` and `explain` send too.
+ */
+function auditRequest(pod: Pod, namespace: string): JsonObject {
+  return celRequest(offlineAttributes({ object: pod, operation: 'CREATE', namespace }), 'Pod');
 }
 
 /**
@@ -481,7 +478,7 @@ export function auditPod(pod: Pod, surroundings: PodSurroundings, settings: Audi
     tolerations: pod.spec?.tolerations ?? [],
     surroundings,
     settings,
-    tenancy: () => (tenancy ??= tenancyFacts(pod, namespace, name, surroundings.namespace, settings.policies)),
+    tenancy: () => (tenancy ??= tenancyFacts(pod, namespace, surroundings.namespace, settings.policies)),
   };
   const violations: AuditViolation[] = [];
   const tenancyOn = settings.policies.policies.length > 0;
@@ -503,17 +500,14 @@ export function auditPod(pod: Pod, surroundings: PodSurroundings, settings: Audi
   return { violations };
 }
 
-function tenancyFacts(pod: Pod, namespace: string, name: string, namespaceObject: Namespace | undefined, set: PolicySet): TenancyFacts {
+function tenancyFacts(pod: Pod, namespace: string, namespaceObject: Namespace | undefined, set: PolicySet): TenancyFacts {
   const evaluator = createPolicyEvaluator(
-    { object: pod, oldObject: undefined, namespace: namespaceObject, request: auditRequest(namespace, name) },
-    set.groupsByNamespace,
+    { object: pod, oldObject: undefined, namespace: namespaceObject, request: auditRequest(pod, namespace) },
+    set.namespaceVerdicts,
   );
   const groups = resolveNamespaceGroups(set, evaluator);
-  if (groups.conflict !== undefined) {
-    // As the webhook judges an update in such a namespace: as a namespace of no group.
-    return { evaluator, memberships: set.policies.map((policy) => ({ policy, group: '' })), conflict: true };
-  }
-  return { evaluator, memberships: groups.memberships, conflict: false };
+  // As the webhook judges an update in a disputed namespace: as a namespace of no group.
+  return { evaluator, memberships: judgedMemberships(set, groups), conflict: groups.conflict !== undefined };
 }
 
 /** Report order: namespace, pod name, then the rules' order, then policy and message. */

@@ -12,6 +12,7 @@
  * the cluster (one read per distinct ReplicaSet or Job, cached) or from the file. The grouping
  * is linear in the findings.
  */
+import { workloadOfController } from '../api/resource-kinds.js';
 import type { ObjectMeta, OwnerReference } from '../api/types.js';
 import type { AuditRuleName, AuditViolation } from './audit-rules.js';
 
@@ -39,12 +40,6 @@ export function controllerOf(metadata: ObjectMeta | undefined): WorkloadRef | un
   return undefined;
 }
 
-/** The kinds whose own controller is the workload: ReplicaSet → Deployment, Job → CronJob. */
-export const ownedWorkloadKinds: ReadonlyMap<string, string> = new Map([
-  ['ReplicaSet', 'Deployment'],
-  ['Job', 'CronJob'],
-]);
-
 /**
  * A pod's workload from its controller: a ReplicaSet or Job is replaced by its own controller when
  * that is the kind expected (a Deployment, a CronJob); `readController` undefined means none, or
@@ -57,7 +52,7 @@ export async function workloadOf(
   readController: (namespace: string, owner: WorkloadRef) => Promise<WorkloadRef | undefined>,
 ): Promise<WorkloadRef> {
   if (controller === undefined) return { kind: 'Pod', name: pod };
-  const expected = ownedWorkloadKinds.get(controller.kind);
+  const expected = workloadOfController.get(controller.kind);
   if (expected === undefined) return controller;
   const parent = await readController(namespace, controller);
   return parent !== undefined && parent.kind === expected ? parent : controller;

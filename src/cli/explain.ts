@@ -8,9 +8,12 @@ import type { JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, ReviewStep } from '../admission/pipeline.js';
 import type { ParsedReview } from '../admission/review.js';
 import { denialStatus } from '../admission/status.js';
+import { describeRequirement } from '../api/node-selector-text.js';
+import { podFromTemplate } from '../api/pod-template.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
-import { isJsonObject, type JsonObject, type Toleration } from '../api/types.js';
+import { isJsonObject, type JsonObject, type NodeSelectorRequirement, type Toleration } from '../api/types.js';
 import { terminalSafe } from '../audit/audit-summary.js';
+import { offlineAttributes } from '../plugins/admission-request.js';
 import { pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
@@ -23,46 +26,6 @@ import { offlinePipeline } from './runtime.js';
 export interface ExplainInput {
   readonly source: string;
   readonly text: string;
-}
-
-/** The controller that owns the pods a workload kind creates (Deployments create them through ReplicaSets). */
-const podOwners: Readonly<Record<string, { apiVersion: string; kind: string }>> = {
-  Deployment: { apiVersion: 'apps/v1', kind: 'ReplicaSet' },
-  ReplicaSet: { apiVersion: 'apps/v1', kind: 'ReplicaSet' },
-  StatefulSet: { apiVersion: 'apps/v1', kind: 'StatefulSet' },
-  DaemonSet: { apiVersion: 'apps/v1', kind: 'DaemonSet' },
-  Job: { apiVersion: 'batch/v1', kind: 'Job' },
-  CronJob: { apiVersion: 'batch/v1', kind: 'Job' },
-  ReplicationController: { apiVersion: 'v1', kind: 'ReplicationController' },
-};
-
-/**
- * A workload is explained through the pod its controller would create from the template: that
- * pod is what the webhook sees at scheduling time, owned by the controller (which is how a
- * DaemonSet's pods get the DaemonSet toleration set).
- */
-function podFromManifest(manifest: JsonObject, kind: ResourceKind): JsonObject {
-  if (kind.kind === 'Pod') {
-    return manifest;
-  }
-  let template: unknown = manifest;
-  for (const segment of kind.podSpecPath.slice(0, -1)) {
-    template = (template as JsonObject | undefined)?.[segment];
-  }
-  const templateObject = (template ?? {}) as { metadata?: JsonObject; spec?: JsonObject };
-  const metadata = (manifest.metadata ?? {}) as { name?: string; namespace?: string };
-  const owner = podOwners[kind.kind];
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: {
-      ...templateObject.metadata,
-      generateName: `${metadata.name ?? kind.kind.toLowerCase()}-`,
-      ...(metadata.namespace === undefined ? {} : { namespace: metadata.namespace }),
-      ...(owner === undefined ? {} : { ownerReferences: [{ ...owner, name: metadata.name ?? '', uid: '', controller: true }] }),
-    },
-    spec: templateObject.spec ?? {},
-  };
 }
 
 /** Turns each manifest in the input into the CREATE review the API server would send for its pod. */
@@ -102,25 +65,21 @@ export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) 
         `${input.source}: document ${index}: ${String(manifest.apiVersion)} ${String(manifest.kind)} is not a kind tolerator reads (a Pod or a workload with a pod template)`,
       );
     }
-    const pod = podFromManifest(manifest, kind);
-    const metadata = (pod.metadata ?? {}) as { name?: string; namespace?: string };
-    const namespace = metadata.namespace ?? 'default';
+    // A workload is explained through the pod its controller would create from the template: that
+    // pod is what the webhook sees at scheduling time, owned by the controller (which is how a
+    // DaemonSet's pods get the DaemonSet toleration set). kubectl's namespace when none is written.
+    const manifestMetadata = isJsonObject(manifest.metadata) ? manifest.metadata : {};
+    const namespace = typeof manifestMetadata.namespace === 'string' ? manifestMetadata.namespace : 'default';
+    const pod = podFromTemplate(manifest, kind, namespace);
+    if (pod === undefined) {
+      throw new UsageError(`${input.source}: document ${index}: ${kind.kind} has no pod template spec (the API server refuses it)`);
+    }
     const review: ParsedReview = {
       apiVersion: 'admission.k8s.io/v1',
       uid: `explain-${index}`,
-      attributes: {
-        operation: 'CREATE',
-        kind: { group: '', version: 'v1', kind: 'Pod' },
-        resource: { group: '', version: 'v1', resource: 'pods' },
-        subResource: '',
-        namespace,
-        name: metadata.name ?? '',
-        object: { ...pod, metadata: { ...(pod.metadata as JsonObject | undefined), namespace } },
-        oldObject: undefined,
-        dryRun: true,
-      },
+      attributes: offlineAttributes({ object: pod, operation: 'CREATE', namespace, dryRun: true }),
     };
-    const workload = (manifest.metadata as { name?: string } | undefined)?.name ?? '';
+    const workload = typeof manifestMetadata.name === 'string' ? manifestMetadata.name : '';
     return [{ kind, workload, review }];
   });
 }
@@ -135,9 +94,10 @@ function describeToleration(toleration: Toleration): string {
   return `${key} ${operator}${value} (${effect}${seconds})`;
 }
 
-function describeRequirement(value: unknown): string {
-  const requirement = value as { key?: string; operator?: string; values?: string[] };
-  return `${requirement.key ?? ''} ${requirement.operator ?? ''} [${(requirement.values ?? []).join(', ')}]`;
+/** A requirement of a patch the pipeline wrote: of the shapes src/admission/object-shape.ts checked, or the group's own. */
+function requirementOf(value: unknown): string {
+  const requirement = value as Partial<NodeSelectorRequirement>;
+  return describeRequirement({ key: requirement.key ?? '', operator: requirement.operator ?? '', values: requirement.values ?? [] });
 }
 
 /** One line per patch operation, in words where the path is one tolerator writes. */
@@ -164,7 +124,7 @@ export function describeChange(operation: JsonPatchOperation): string[] {
     const added = Array.isArray(operation.value) ? operation.value : [operation.value];
     return added.map(
       (requirement) =>
-        `+ required node affinity, term ${term[1] ?? ''}: ${describeRequirement(requirement)} (ANDed with the term's other requirements)`,
+        `+ required node affinity, term ${term[1] ?? ''}: ${requirementOf(requirement)} (ANDed with the term's other requirements)`,
     );
   }
   const affinity = /\/affinity(\/nodeAffinity(\/requiredDuringSchedulingIgnoredDuringExecution)?)?$/.exec(path);
@@ -175,9 +135,7 @@ export function describeChange(operation: JsonPatchOperation): string[] {
     if (affinity[2] === undefined)
       selector = selector?.requiredDuringSchedulingIgnoredDuringExecution as Record<string, unknown> | undefined;
     const terms = (selector?.nodeSelectorTerms ?? []) as { matchExpressions?: unknown[] }[];
-    return terms.map(
-      (term, i) => `+ required node affinity, term ${i}: ${(term.matchExpressions ?? []).map(describeRequirement).join(' AND ')}`,
-    );
+    return terms.map((term, i) => `+ required node affinity, term ${i}: ${(term.matchExpressions ?? []).map(requirementOf).join(' AND ')}`);
   }
   return [`${operation.op} ${path}${operation.op === 'remove' ? '' : ` = ${JSON.stringify(operation.value)}`}`];
 }

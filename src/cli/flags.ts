@@ -4,6 +4,7 @@
  * occurrence wins, as in spf13/pflag); a boolean flag takes no value.
  */
 import { Command, CommanderError, Option } from 'commander';
+import { parseInt64 } from '../api/go-strconv.js';
 
 export class UsageError extends Error {
   constructor(message: string) {
@@ -80,15 +81,21 @@ export function parseBool(name: string, raw: string): boolean {
   throw new UsageError(`invalid boolean value ${JSON.stringify(raw)} for --${name}`);
 }
 
+/**
+ * An integer flag: base 10 (pflag's int64 flags also read `0x`, `0o` and `_`, which no tolerator
+ * flag needs), parsed as Go's strconv.ParseInt(s, 10, 64) does (src/api/go-strconv.ts), with
+ * the flag named in the message.
+ */
 export function parseInt64Flag(name: string, raw: string): bigint {
-  if (!/^[+-]?[0-9]+$/.test(raw)) {
-    throw new UsageError(`invalid integer value ${JSON.stringify(raw)} for --${name}`);
+  const parsed = parseInt64(raw);
+  if (parsed.error === undefined) {
+    return parsed.value;
   }
-  const value = BigInt(raw);
-  if (value < -(2n ** 63n) || value > 2n ** 63n - 1n) {
-    throw new UsageError(`value ${raw} for --${name} is out of the int64 range`);
-  }
-  return value;
+  throw new UsageError(
+    parsed.reason === 'range'
+      ? `value ${raw} for --${name} is out of the int64 range`
+      : `invalid integer value ${JSON.stringify(raw)} for --${name}`,
+  );
 }
 
 /** Milliseconds per unit of Go's time.ParseDuration. */

@@ -39,6 +39,7 @@ import { AdmissionError } from '../admission/errors.js';
 import { jsonEqual, type JsonPatchOperation } from '../admission/json-patch-diff.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import { parseAdmissionReview } from '../admission/review.js';
+import { offlineReview } from '../plugins/admission-request.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
@@ -70,38 +71,11 @@ export interface AdmissionInput {
 /** Builds the AdmissionReview the API server would send for `object`, runs it, applies the patch. */
 export async function admitObject(pipeline: Pipeline, input: AdmissionInput): Promise<AdmissionRun> {
   const { object } = input;
-  const apiVersion = typeof object.apiVersion === 'string' ? object.apiVersion : 'v1';
-  const kind = typeof object.kind === 'string' ? object.kind : '';
-  const [group, version] = apiVersion.includes('/') ? (apiVersion.split('/', 2) as [string, string]) : ['', apiVersion];
-  const metadata = (object.metadata ?? {}) as { name?: unknown };
-  const review = {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: 'tolerator-offline',
-      kind: { group, version, kind },
-      resource: { group, version, resource: resourceOf(kind) },
-      namespace: input.namespace,
-      name: typeof metadata.name === 'string' ? metadata.name : '',
-      operation: input.operation,
-      object,
-      oldObject: input.oldObject ?? null,
-      dryRun: false,
-      userInfo: input.userInfo ?? { username: '' },
-    },
-  };
+  const review = offlineReview(input, 'tolerator-offline', input.userInfo);
   const parsed = parseAdmissionReview(JSON.stringify(review));
   const { decision } = await pipeline.review(parsed, input.sides);
   const patched = decision.allowed && decision.patch !== undefined ? applyJsonPatch(object, decision.patch) : object;
   return { allowed: decision.allowed, object: patched as JsonObject, message: decision.status?.message, warnings: decision.warnings ?? [] };
-}
-
-/** The plural resource name the API server uses for the kinds tolerator reads (NetworkPolicy → networkpolicies). */
-function resourceOf(kind: string): string {
-  const lower = kind.toLowerCase();
-  if (lower.endsWith('y')) return `${lower.slice(0, -1)}ies`;
-  if (lower.endsWith('s')) return `${lower}es`;
-  return `${lower}s`;
 }
 
 /**

@@ -15,7 +15,7 @@
  */
 import { parseAllDocuments, stringify } from 'yaml';
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { JsonObject, Node, Pod } from '../api/types.js';
+import type { Node, Pod } from '../api/types.js';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { Pipeline } from '../admission/pipeline.js';
 import { staticClusterFacts } from '../kube/cluster-state-file.js';
@@ -28,6 +28,8 @@ import type { CommandDefinition, CommandIo } from './command.js';
 import { admitObject } from './policy-test.js';
 import { loadPolicies, pipelineFor, readClusterState } from './runtime.js';
 import { isJsonObject } from '../api/types.js';
+import { podFromTemplate } from '../api/pod-template.js';
+import { resourceKindOf } from '../api/resource-kinds.js';
 
 export const simulateFlags = {
   nodes: { kind: 'string', placeholder: 'FILE', help: 'Node manifests (multi-document YAML, JSON, or a v1 List) to simulate against' },
@@ -170,8 +172,6 @@ async function judge(
   return { pod: subject.label, nodes: evaluatePlacements(pod, nodes, gates, { running }) };
 }
 
-const templateKinds = new Set(['Deployment', 'ReplicaSet', 'StatefulSet', 'DaemonSet', 'Job', 'ReplicationController']);
-
 /** Every pod a file describes: Pods as they are, workloads as the pod their template makes. */
 export function podsInFile(text: string, file: string, warn: (warning: string) => void): Subject[] {
   const subjects: Subject[] = [];
@@ -199,47 +199,16 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
       });
       return;
     }
-    if (kind === 'Pod') {
-      subjects.push({ label, pod: value, namespace, fromDaemonSet: false });
+    const resourceKind = resourceKindOf(value.apiVersion, value.kind);
+    if (resourceKind === undefined) {
+      warn(`${where}: ${kind === '' ? 'an object without kind' : `${String(value.apiVersion)} ${kind}`} ignored (not a pod or workload)`);
       return;
     }
-    const template =
-      kind === 'PodTemplate'
-        ? value.template
-        : kind === 'CronJob'
-          ? dig(value, ['spec', 'jobTemplate', 'spec', 'template'])
-          : templateKinds.has(kind)
-            ? dig(value, ['spec', 'template'])
-            : undefined;
-    if (template === undefined) {
-      warn(`${where}: ${kind === '' ? 'an object without kind' : kind} ignored (not a pod or workload)`);
-      return;
-    }
-    if (!isJsonObject(template) || !isJsonObject(template.spec)) throw new InputError(`${where}: ${label} has no pod template spec`);
-    const templateMetadata = isJsonObject(template.metadata) ? template.metadata : {};
-    const fromDaemonSet = kind === 'DaemonSet';
-    const pod: Pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: {
-        ...templateMetadata,
-        generateName: `${name}-`,
-        namespace,
-        // The DaemonSet controller makes itself the controller of its pods; DaemonSetTolerations keys on that.
-        ...(fromDaemonSet ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name, controller: true }] } : {}),
-      },
-      spec: template.spec,
-    };
-    subjects.push({ label, pod, namespace, fromDaemonSet });
+    const pod = podFromTemplate(value, resourceKind, namespace);
+    if (pod === undefined) throw new InputError(`${where}: ${label} has no pod template spec`);
+    // A DaemonSet's pod is admitted even without --mutate: the DaemonSet controller's tolerations are DaemonSetTolerations' to add.
+    subjects.push({ label, pod, namespace, fromDaemonSet: resourceKind.kind === 'DaemonSet' });
   }
-}
-
-function dig(value: JsonObject, path: readonly string[]): unknown {
-  let current: unknown = value;
-  for (const key of path) {
-    current = isJsonObject(current) ? current[key] : undefined;
-  }
-  return current;
 }
 
 /** A table for a person: one row per pod and node, the pod named on its first row only. */

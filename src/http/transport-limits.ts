@@ -11,7 +11,7 @@
  * | 5/16   | the process itself: Node.js, the informer caches, ordinary reviews     | 160 MiB               |
  * | 1/8    | request bodies in flight (`bodyBudgetBytes`)                           | 64 MiB                |
  * | 1/16   | open connections, at 34 KiB each (`maxConnections`)                    | 32 MiB: 963           |
- * | 7/16   | review workers, 208 MiB each (`reviewWorkers`)                         | 224 MiB: 1 worker     |
+ * | 7/16   | review workers, at least 208 MiB each (`reviewWorkers`)                | 224 MiB: 1 worker     |
  * | 1/16   | headroom: allocator fragmentation, a collection running late           | 32 MiB                |
  *
  * 160 MiB is what the process may use with a 5,000-node cluster's caches (Kubernetes' supported
@@ -64,7 +64,8 @@ export const smallBodyBytes = 64 * 1024;
 export const connectionBytes = 34 * 1024;
 
 /**
- * 160 MiB of old generation per worker: in a worker, the worst reviews of bench/RESULTS.md ("The
+ * 160 MiB of old generation per worker at least (more when the workers' share has room: see
+ * transportLimits): in a worker, the worst reviews of bench/RESULTS.md ("The
  * worst review") peak at 84 MiB of heap above idle (the largest escaped UPDATE, 36 MiB of body,
  * whose text alone is 36 MiB of heap; the worst 3 MiB shapes 71 MiB), on top of the worker's own
  * ~20 MiB of code and compiled policies: about twice what they need, since V8 collects harder
@@ -73,11 +74,23 @@ export const connectionBytes = 34 * 1024;
 export const workerHeapMib = 160;
 
 /**
+ * 256 MiB: the most heap a worker is given when the workers' share has room beyond
+ * `workerBytes` each. The worst review measured needs about 150 MiB (a DaemonSet UPDATE of two
+ * templates of a million empty terms: two million parsed objects, 112 MiB, compared), and a review
+ * that needs more than this is no review an API server can send: it should end its worker soon
+ * rather than grow until the container is killed.
+ */
+export const maxWorkerHeapMib = 256;
+
+/** A worker's young generation, code and isolate: what it costs beyond its old generation (see workerBytes). */
+const workerOverheadMib = 16 + 32;
+
+/**
  * 208 MiB a worker costs at most: its old generation (160 MiB), its young generation (V8's
  * default semi-spaces, 16 MiB) and 32 MiB of code, stacks and the isolate itself (measured: a
  * worker with the pipeline loaded adds ~15 MiB of RSS before it decides anything).
  */
-export const workerBytes = (workerHeapMib + 16 + 32) * 1024 * 1024;
+export const workerBytes = (workerHeapMib + workerOverheadMib) * 1024 * 1024;
 
 /** The memory the process has: `--memory-limit`, else the cgroup's limit when there is one below the machine's memory. */
 export function availableMemory(resources: MachineResources): number {
@@ -98,7 +111,12 @@ export function transportLimits(resources: MachineResources, workers?: number): 
   const maxConnections = Math.max(64, Math.floor(memoryBytes / 16 / connectionBytes));
   // One core stays the main thread's (the accept loop, TLS, the ordinary reviews); at least one
   // worker however little memory there is, since without one a large review holds every other.
-  const byMemory = Math.floor(((memoryBytes / 16) * 7) / workerBytes);
+  const workersShareBytes = (memoryBytes / 16) * 7;
+  const byMemory = Math.floor(workersShareBytes / workerBytes);
   const reviewWorkers = workers ?? Math.max(1, Math.min(resources.cpus - 1, byMemory));
-  return { memoryBytes, bodyBudgetBytes, smallReserveBytes, smallBodyBytes, maxConnections, reviewWorkers, workerHeapMib };
+  // What the share leaves beyond workerBytes each goes to the workers' heaps (at 512 MiB: one
+  // worker, 224 MiB, so 176 MiB of heap), between workerHeapMib and maxWorkerHeapMib.
+  const shareHeapMib = Math.floor(workersShareBytes / Math.max(1, reviewWorkers) / 1024 / 1024) - workerOverheadMib;
+  const heapMib = Math.min(maxWorkerHeapMib, Math.max(workerHeapMib, shareHeapMib));
+  return { memoryBytes, bodyBudgetBytes, smallReserveBytes, smallBodyBytes, maxConnections, reviewWorkers, workerHeapMib: heapMib };
 }

@@ -30,15 +30,27 @@
  * way). Every such allowance is written to the `dedicated-nodes-infrastructure` audit annotation.
  */
 import { clipText, spellOut } from '../api/text-bounds.js';
+import { podFromTemplate, podTemplateOf, withPodSpec } from '../api/pod-template.js';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
-import type { JsonObject, Node, ObjectMeta, PodSpec, Toleration } from '../api/types.js';
-import { isJsonObject, jsonEqual } from '../api/types.js';
+import type { JsonObject, Node, PodSpec, Toleration } from '../api/types.js';
+import { jsonEqual } from '../api/types.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
 import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
+import {
+  contradictionText,
+  foreignReachRule,
+  foreignTolerationText,
+  groupRequirementText,
+  groupTaintPattern,
+  groupTaintText,
+  groupTolerationText,
+  judgedMemberships,
+} from '../tenancy/verdict-texts.js';
+import { celRequest } from './admission-request.js';
 import { isMirrorPodRequest } from './plugin.js';
 import type {
   AdmissionAttributes,
@@ -90,10 +102,9 @@ function workloadKindOf(attributes: AdmissionAttributes): ResourceKind | undefin
 interface Workload {
   /** `Pod`, `DaemonSet`, `Deployment`, … */
   readonly kind: string;
-  /** What CEL sees as `object` (and `oldObject`): a Pod, or the template as a Pod. */
+  /** What CEL sees as `object` (and `oldObject`): a Pod, or the Pod the template's controller creates (src/api/pod-template.ts). */
   readonly podView: JsonObject;
   readonly oldPodView: JsonObject | undefined;
-  readonly metadata: ObjectMeta;
   readonly spec: PodSpec;
   readonly oldSpec: PodSpec | undefined;
   /** Path of the pod spec in the object, for messages: `spec`, `spec.template.spec`, … */
@@ -104,111 +115,21 @@ interface Workload {
 
 function toWorkload(object: JsonObject, oldObject: JsonObject | undefined, attributes: AdmissionAttributes): Workload | undefined {
   const kind = workloadKindOf(attributes);
-  if (kind === undefined) {
+  const spec: PodSpec | undefined = kind === undefined ? undefined : podTemplateOf(object, kind)?.spec;
+  if (kind === undefined || spec === undefined) {
     return undefined;
   }
-  if (kind.kind === 'Pod') {
-    const spec: PodSpec | undefined = asObject(object.spec);
-    if (spec === undefined) {
-      return undefined;
-    }
-    return {
-      kind: 'Pod',
-      podView: object,
-      oldPodView: oldObject,
-      metadata: metadataOf(object.metadata),
-      spec,
-      oldSpec: podSpecOf(oldObject?.spec),
-      specPath: 'spec',
-      withSpec: (newSpec) => ({ ...object, spec: newSpec }),
-    };
-  }
-  // The template is the object one level above the pod spec: `spec.template`, `template`, or a
-  // CronJob's `spec.jobTemplate.spec.template`.
-  const templatePath = kind.podSpecPath.slice(0, -1);
-  const template = objectAt(object, templatePath);
-  const spec: PodSpec | undefined = asObject(template?.spec);
-  if (template === undefined || spec === undefined) {
-    return undefined;
-  }
-  const oldTemplate = objectAt(oldObject, templatePath);
-  const asPod = (tpl: Record<string, unknown>): JsonObject => ({
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { ...asObject(tpl.metadata), namespace: attributes.namespace },
-    spec: tpl.spec,
-  });
+  // The admission layer has checked the shapes of the fields read here (src/admission/object-shape.ts).
+  const asPod = (workload: JsonObject | undefined): JsonObject | undefined =>
+    workload === undefined ? undefined : kind.kind === 'Pod' ? workload : podFromTemplate(workload, kind, attributes.namespace);
   return {
     kind: kind.kind,
-    podView: asPod(template),
-    oldPodView: oldTemplate === undefined ? undefined : asPod(oldTemplate),
-    metadata: metadataOf(template.metadata),
+    podView: asPod(object) ?? object,
+    oldPodView: asPod(oldObject),
     spec,
-    oldSpec: podSpecOf(oldTemplate?.spec),
+    oldSpec: oldObject === undefined ? undefined : podTemplateOf(oldObject, kind)?.spec,
     specPath: kind.podSpecPath.join('.'),
-    withSpec: (newSpec) => withObjectAt(object, kind.podSpecPath, newSpec),
-  };
-}
-
-/** The object at `path`, or undefined when a step is absent or not an object. */
-function objectAt(object: JsonObject | undefined, path: readonly string[]): Record<string, unknown> | undefined {
-  let value: Record<string, unknown> | undefined = object;
-  for (const field of path) {
-    value = asObject(value === undefined || !Object.hasOwn(value, field) ? undefined : value[field]);
-  }
-  return value;
-}
-
-/** A copy of `object` with the value at `path` replaced, copying only the objects on the path. */
-function withObjectAt(object: Record<string, unknown>, path: readonly string[], value: unknown): JsonObject {
-  const [field, ...rest] = path;
-  if (field === undefined) {
-    return value as JsonObject;
-  }
-  return { ...object, [field]: rest.length === 0 ? value : withObjectAt(asObject(object[field]) ?? {}, rest, value) };
-}
-
-/** The admission layer has checked the shapes of the fields read here (src/admission/object-shape.ts); this only guards against absence. */
-function asObject(value: unknown): Record<string, unknown> | undefined {
-  return isJsonObject(value) ? value : undefined;
-}
-
-function podSpecOf(value: unknown): PodSpec | undefined {
-  return asObject(value);
-}
-
-function metadataOf(value: unknown): ObjectMeta {
-  return asObject(value) ?? {};
-}
-
-/** The user a rule sees when no requester is known: no name, no groups, so a rule that trusts a group never matches. */
-const nobody = { username: '', uid: '', groups: [], extra: {} } as const;
-
-/**
- * The `request` variable of Kubernetes admission CEL: the AdmissionRequest without its objects
- * (those are `object` and `oldObject`), userInfo included. Requests made up offline carry an
- * anonymous user with no groups, so a rule that trusts a group never matches them by accident.
- *
- * A workload's template is judged as its pods will be, and those are requested by a controller
- * (the ReplicaSet, DaemonSet, Job … controller's service account, or kube-controller-manager's
- * own identity), never by whoever wrote the workload. So for a template `request.userInfo` is
- * nobody's too: an exemption by the writer's groups (the prefix policy exempts platform-admins)
- * would otherwise let a template through that its controller's objects are then refused for,
- * and leave a DaemonSet template without the pair, whose pods are stranded on nodes outside the
- * group (as kube-controller-manager showed).
- */
-function celRequest(attributes: AdmissionAttributes, kind: string): JsonObject {
-  const userInfo = kind === 'Pod' ? (attributes.userInfo ?? nobody) : nobody;
-  return {
-    ...attributes.envelope,
-    kind: { ...attributes.kind },
-    resource: { ...attributes.resource },
-    subResource: attributes.subResource,
-    name: attributes.name,
-    namespace: attributes.namespace,
-    operation: attributes.operation,
-    userInfo: { username: userInfo.username, uid: userInfo.uid, groups: [...userInfo.groups], extra: { ...userInfo.extra } },
-    dryRun: attributes.dryRun,
+    withSpec: (newSpec) => withPodSpec(object, kind, newSpec),
   };
 }
 
@@ -250,7 +171,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
       namespace: context.namespace,
       request: () => celRequest(attributes, workload.kind),
     },
-    set.groupsByNamespace,
+    set.namespaceVerdicts,
   );
   const namespace = attributes.namespace;
   const prepared = { workload, evaluator, namespace };
@@ -272,7 +193,7 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     if (existingLeftAlone) {
       return {
         prepared,
-        memberships: set.policies.map((policy) => ({ policy, group: '' })),
+        memberships: judgedMemberships(set, groups),
         conflict: { warnings: [`DedicatedNodes: ${message}`], auditAnnotations: annotations },
       };
     }
@@ -426,7 +347,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
       const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
       if (tolerated !== undefined) {
         foreign.push(
-          `${workload.specPath}.tolerations[${index}] tolerates ${tolerated} (${policy.taint.key}=<group>:${policy.taint.effect}, policy "${policy.name}")`,
+          `${foreignTolerationText(workload.specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")`,
         );
       }
     }
@@ -443,7 +364,7 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
         infrastructureUses.push(`${policy.name}: ${spellOut(foreignReach, (use) => use, '; ')}`);
       } else {
         for (const message of foreignReach) {
-          violations.push({ policy, message: `${message}; ${whoMay(prepared, ownGroup, conflict !== undefined)}` });
+          violations.push({ policy, message: `${message}; ${foreignReachRule(prepared.namespace, ownGroup, conflict !== undefined)}` });
         }
       }
     }
@@ -493,7 +414,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const taint = { key: policy.taint.key, value: group, effect: policy.taint.effect };
   if (wholePair && !(workload.spec.tolerations ?? []).some((toleration) => toleratesOwnGroup(toleration, taint))) {
     messages.push(
-      `${subject} must tolerate the taint ${policy.taint.key}=${group}:${policy.taint.effect}: ${workload.specPath}.tolerations lacks {key: ${policy.taint.key}, operator: Equal, value: ${group}, effect: ${policy.taint.effect}}`,
+      `${subject} must tolerate the taint ${groupTaintText(policy, group)}: ${workload.specPath}.tolerations lacks ${groupTolerationText(policy, group)}`,
     );
   }
   const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
@@ -503,7 +424,7 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
   const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
   if (missing.length > 0) {
     messages.push(
-      `${subject} must require ${policy.nodeLabel} In [${group}] in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
+      `${subject} must require ${groupRequirementText(policy, group)} in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
     );
   }
   return messages;
@@ -520,17 +441,8 @@ function contradictionMessage(
   group: string,
   contradictions: readonly { field: string; detail: string }[],
 ): string {
-  const each = spellOut(contradictions, ({ field, detail }) => `${field} ${detail}`, '; ');
+  const each = spellOut(contradictions, contradictionText, '; ');
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
-}
-
-function whoMay(prepared: Prepared, ownGroup: string, conflict: boolean): string {
-  const from = conflict
-    ? `namespace "${prepared.namespace}" is claimed by more than one group, so it is judged as belonging to none`
-    : ownGroup === ''
-      ? `namespace "${prepared.namespace}" belongs to no group`
-      : `namespace "${prepared.namespace}" belongs to group "${ownGroup}"`;
-  return `${from}, and only an infrastructure namespace may reach other groups' nodes`;
 }
 
 // ---------------------------------------------------------------------------------------------

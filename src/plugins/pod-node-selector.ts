@@ -42,6 +42,8 @@
  * Mirror pods are never mutated (the pipeline's rule) nor refused here: the kubelet runs the static
  * pod whatever the API says, and refusing its mirror would only hide it.
  */
+import { podTemplateOf, withPodSpec, type PodTemplate } from '../api/pod-template.js';
+import { daemonSetKind } from '../api/resource-kinds.js';
 import type { JsonObject, Namespace, Pod } from '../api/types.js';
 import { isJsonObject, jsonEqual } from '../api/types.js';
 import {
@@ -158,13 +160,8 @@ const unmergedText =
   "lacks its namespace node label selector's labels, which tolerator's mutating webhook adds: the object did not pass that webhook (unavailable, timed out or skipped)";
 
 /** The template of a DaemonSet, when it has a pod spec (an object without one is the API server's to refuse). */
-function templateOf(object: JsonObject | undefined): { readonly template: JsonObject; readonly spec: JsonObject } | undefined {
-  const spec = object?.spec;
-  const template = isJsonObject(spec) ? spec.template : undefined;
-  if (!isJsonObject(template) || !isJsonObject(template.spec)) {
-    return undefined;
-  }
-  return { template, spec: template.spec };
+function templateOf(object: JsonObject | undefined): PodTemplate | undefined {
+  return podTemplateOf(object, daemonSetKind);
 }
 
 /**
@@ -227,10 +224,7 @@ export function createPodNodeSelector(config: PodNodeSelectorConfig): MutatingPl
     if (merged === own) {
       return { object };
     }
-    const spec = object.spec as JsonObject;
-    return {
-      object: { ...object, spec: { ...spec, template: { ...found.template, spec: { ...found.spec, nodeSelector: merged } } } },
-    };
+    return { object: withPodSpec(object, daemonSetKind, { ...found.spec, nodeSelector: merged }) };
   }
 
   function validateDaemonSet(object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): ValidationOutcome {

@@ -11,6 +11,7 @@
  * `<template>.spec.tolerations`; templates may change freely, so no only-added rule.
  * Gt/Lt follow the gate, ratcheted on the OLD object's (or old template's) spec tolerations.
  */
+import { templatePathOf, valueAt } from '../api/pod-template.js';
 import { resourceKindByResource } from '../api/resource-kinds.js';
 import type { Toleration } from '../api/types.js';
 import { FieldErrorList } from '../validation/field-errors.js';
@@ -33,8 +34,7 @@ interface Target {
 
 function targetOf(attributes: AdmissionAttributes): Target | undefined {
   const kind = resourceKindByResource(attributes.resource.group, attributes.resource.resource);
-  // The template is what holds the pod spec: `spec.template` for `spec.template.spec`.
-  return kind === undefined ? undefined : { group: kind.group, kind: kind.kind, template: kind.podSpecPath.slice(0, -1) };
+  return kind === undefined ? undefined : { group: kind.group, kind: kind.kind, template: templatePathOf(kind) };
 }
 
 export function createTolerationValidation() {
@@ -107,18 +107,6 @@ function validateTemplate(
   // ValidatePodTemplateSpec passes `<template>.annotations`, not `<template>.metadata.annotations`.
   validateTolerationsInAnnotations(annotationsAt(object, [...template, 'metadata']), `${path}.annotations`, options, errors);
   validateTolerations(tolerationsAt(object, [...template, 'spec']), `${path}.spec.tolerations`, options, errors);
-}
-
-/** The value at a path of object keys, or undefined when any step is not an object. */
-function valueAt(root: unknown, path: readonly string[]): unknown {
-  let current = root;
-  for (const segment of path) {
-    if (typeof current !== 'object' || current === null || Array.isArray(current)) {
-      return undefined;
-    }
-    current = (current as Record<string, unknown>)[segment];
-  }
-  return current;
 }
 
 /** `<path>.tolerations`; absent or null is the empty list, as a nil slice upstream. */

@@ -28,10 +28,11 @@
  * covers no node (`covered` 0: nothing is worked out); a method answers `undefined` when the
  * budget ran out.
  */
+import { describeRequirement } from '../api/node-selector-text.js';
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 import { parseInt64 } from '../api/go-strconv.js';
 import { fieldRequirementErrors, visitLabelRequirementErrors } from './reference-node-affinity.js';
-import { clip, listValues, maxReasonChars } from './warning-text.js';
+import { clip, maxReasonChars, warningBounds } from './warning-text.js';
 import type { WorkBudget } from './work-budget.js';
 
 type LabelOperator = 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
@@ -307,10 +308,9 @@ function fieldHolds(requirement: FieldRequirement, node: Node): boolean {
   return requirement.operator === 'In' ? actual === requirement.value : actual !== requirement.value;
 }
 
-/** describeRequirement, with the key, operator and values clipped. */
+/** The requirement in a reason, within a warning's bounds (src/scheduling/warning-text.ts). */
 function describe(requirement: NodeSelectorRequirement): string {
-  const values = requirement.values === undefined || requirement.values.length === 0 ? '' : ` [${listValues(requirement.values)}]`;
-  return `(${clip(requirement.key)} ${clip(requirement.operator)}${values})`;
+  return `(${describeRequirement(requirement, warningBounds)})`;
 }
 
 function includes(ids: Ids | undefined, id: number): boolean {

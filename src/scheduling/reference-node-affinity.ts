@@ -19,6 +19,7 @@
  *
  * Every answer carries a reason naming the term and requirement that failed, for a person.
  */
+import { describeRequirement, unbounded } from '../api/node-selector-text.js';
 import type { Node, NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 import { parseInt64 } from '../api/go-strconv.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
@@ -92,7 +93,7 @@ export function termFailure(term: NodeSelectorTerm, node: Node): string | undefi
     if (!labelRequirementMatches(requirement, labels)) {
       const key = requirement.key;
       const actual = Object.hasOwn(labels, key) ? `the node has ${key}=${labels[key] ?? ''}` : `the node does not have ${key}`;
-      return `.matchExpressions[${i}] ${describeRequirement(requirement)}: ${actual}`;
+      return `.matchExpressions[${i}] (${describeRequirement(requirement, unbounded)}): ${actual}`;
     }
   }
   for (const [i, requirement] of fields.entries()) {
@@ -100,7 +101,7 @@ export function termFailure(term: NodeSelectorTerm, node: Node): string | undefi
     const wanted = requirement.values?.[0] ?? '';
     const holds = requirement.operator === 'In' ? actual === wanted : actual !== wanted;
     if (!holds) {
-      return `.matchFields[${i}] ${describeRequirement(requirement)}: the node's ${requirement.key} is "${actual}"`;
+      return `.matchFields[${i}] (${describeRequirement(requirement, unbounded)}): the node's ${requirement.key} is "${actual}"`;
     }
   }
   return undefined;
@@ -197,9 +198,4 @@ export function integerBoundMatches(operator: 'Gt' | 'Lt', value: string, bound:
 /** extractNodeFields: a node has one selectable field, metadata.name; any other reads as "". */
 function fieldValue(node: Node, key: string): string {
   return key === 'metadata.name' ? node.metadata.name : '';
-}
-
-export function describeRequirement(requirement: NodeSelectorRequirement): string {
-  const values = requirement.values === undefined || requirement.values.length === 0 ? '' : ` [${requirement.values.join(', ')}]`;
-  return `(${requirement.key} ${requirement.operator}${values})`;
 }

@@ -6,6 +6,7 @@
  * warning.go) and, past that, cuts every warning to its first 256. So long strings are clipped
  * here, with a marker that says how much was left out.
  */
+import type { RequirementBounds } from '../api/node-selector-text.js';
 import { clipText } from '../api/text-bounds.js';
 
 /**
@@ -34,7 +35,7 @@ export function clip(text: string, max: number = maxQuotedChars): string {
 }
 
 /**
- * Values joined with ", " as describeRequirement shows them, each clipped, stopping before the
+ * Values joined with ", " as a requirement's description shows them, each clipped, stopping before the
  * list grows past maxListChars with a count of the values left out. Costs O(values shown), not
  * O(values): the rest are only counted.
  */
@@ -49,3 +50,6 @@ export function listValues(values: readonly string[]): string {
   }
   return out;
 }
+
+/** A node-selector requirement in a warning's reason: key and operator clipped, the values listed by listValues. */
+export const warningBounds: RequirementBounds = { text: (text) => clip(text), values: listValues };

@@ -11,7 +11,8 @@
  * All functions are pure; the mutating one returns a copy that shares every untouched part with
  * its input (same object identity), so the JSON Patch diff touches only what changed.
  */
-import { clipText, listedItems, spellOut } from '../api/text-bounds.js';
+import { describeRequirement } from '../api/node-selector-text.js';
+import { clipText } from '../api/text-bounds.js';
 import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/types.js';
 import { integerBoundMatches } from '../scheduling/reference-node-affinity.js';
 
@@ -161,15 +162,4 @@ function admitsValue(requirement: NodeSelectorRequirement, value: string): boole
     default:
       return true;
   }
-}
-
-/**
- * `key Op [v1, v2]`, as the pod wrote it; a tenant's list of values is spelled out to
- * listedItems (then counted) and each value clipped, so one requirement of 100,000 values costs
- * a line, not a megabyte, in every contradiction that names it.
- */
-function describeRequirement(requirement: NodeSelectorRequirement): string {
-  const values =
-    requirement.values === undefined ? '' : ` [${spellOut(requirement.values, (value) => clipText(value), ', ', 'values', listedItems)}]`;
-  return `${clipText(requirement.key)} ${clipText(requirement.operator)}${values}`;
 }

@@ -15,12 +15,13 @@ import type { PolicyLoadError, TenancyPolicy } from './policy.js';
 export interface PolicySet {
   readonly policies: readonly TenancyPolicy[];
   /**
-   * Groups already worked out, by Namespace object and policy, for group rules that read only
-   * `namespaceObject`: the cluster state hands out the same object until the namespace changes
-   * (an informer replaces it on update), so the answer is reused for every pod until then and 100
-   * policies cost about what 1 does. Belongs to the set: a reload starts afresh.
+   * Verdicts already worked out, by Namespace object and policy, for the rules (group, exempt,
+   * infrastructure) whose expression reads only `namespaceObject`: the cluster state hands out the
+   * same object until the namespace changes (an informer replaces it on update), so the answer is
+   * reused for every pod until then and 100 policies cost about what 1 does. Belongs to the set: a
+   * reload starts afresh.
    */
-  readonly groupsByNamespace?: WeakMap<object, Map<TenancyPolicy, string>>;
+  readonly namespaceVerdicts?: WeakMap<object, Map<TenancyPolicy, NamespaceVerdicts>>;
   /** The files' texts the set was built from (src/tenancy/policy-directory.ts), in load order. */
   readonly sources?: readonly PolicySource[];
 }
@@ -50,7 +51,7 @@ export function createPolicySet(policies: readonly TenancyPolicy[]): { set: Poli
     }
     byName.set(policy.name, policy);
   }
-  return { set: { policies: [...byName.values()], groupsByNamespace: new WeakMap() }, errors };
+  return { set: { policies: [...byName.values()], namespaceVerdicts: new WeakMap() }, errors };
 }
 
 /** A policy could not be evaluated: the webhook cannot decide (HTTP 500; the failurePolicy applies). */
@@ -79,13 +80,22 @@ export interface PolicyEvaluator {
   infrastructure(policy: TenancyPolicy): boolean;
 }
 
-/** Whether a compiled group rule depends on nothing but the Namespace object. */
-function readsOnlyNamespace(policy: TenancyPolicy): boolean {
-  const variables = policy.group.variables;
-  return variables.size === 1 && variables.has('namespaceObject');
+/** A rule of a policy: its three expressions, each decided once per request. */
+type Rule = 'group' | 'exempt' | 'infrastructure';
+
+/** What the rules of one policy gave for one Namespace object. */
+export interface NamespaceVerdicts {
+  group?: string;
+  exempt?: boolean;
+  infrastructure?: boolean;
 }
 
-export function createPolicyEvaluator(inputs: PolicyInputs, groupsByNamespace?: PolicySet['groupsByNamespace']): PolicyEvaluator {
+/** Whether an expression depends on nothing but the Namespace object. */
+function readsOnlyNamespace(expression: { readonly variables: ReadonlySet<string> }): boolean {
+  return expression.variables.size === 1 && expression.variables.has('namespaceObject');
+}
+
+export function createPolicyEvaluator(inputs: PolicyInputs, namespaceVerdicts?: PolicySet['namespaceVerdicts']): PolicyEvaluator {
   let variables: CelVariables | undefined;
   const celVariables = (): CelVariables => {
     // Converted once per request, and only when some expression actually runs.
@@ -97,61 +107,65 @@ export function createPolicyEvaluator(inputs: PolicyInputs, groupsByNamespace?: 
     });
     return variables;
   };
-  const groups = new Map<TenancyPolicy, string>();
-  const exempts = new Map<TenancyPolicy, boolean>();
-  const infrastructures = new Map<TenancyPolicy, boolean>();
+  const own = new Map<TenancyPolicy, NamespaceVerdicts>();
+  const namespace = inputs.namespace;
+
+  /**
+   * Where a rule's verdict is kept: across requests, by Namespace object, when its expression
+   * reads only `namespaceObject`; else for this request alone.
+   */
+  const verdicts = (policy: TenancyPolicy, expression: { readonly variables: ReadonlySet<string> }): NamespaceVerdicts => {
+    if (namespaceVerdicts !== undefined && namespace !== undefined && readsOnlyNamespace(expression)) {
+      let byPolicy = namespaceVerdicts.get(namespace);
+      if (byPolicy === undefined) {
+        byPolicy = new Map();
+        namespaceVerdicts.set(namespace, byPolicy);
+      }
+      let shared = byPolicy.get(policy);
+      if (shared === undefined) {
+        shared = {};
+        byPolicy.set(policy, shared);
+      }
+      return shared;
+    }
+    let mine = own.get(policy);
+    if (mine === undefined) {
+      mine = {};
+      own.set(policy, mine);
+    }
+    return mine;
+  };
+
+  const decide = <R extends Rule>(
+    policy: TenancyPolicy,
+    rule: R,
+    fallback: NonNullable<NamespaceVerdicts[R]>,
+  ): NonNullable<NamespaceVerdicts[R]> => {
+    const expression = policy[rule];
+    // No expression, or (group and infrastructure) no Namespace object to read: the rule's
+    // fallback, with nothing to evaluate (a namespace the cluster state does not know has no
+    // group and is not infrastructure).
+    if (expression === undefined || (rule !== 'exempt' && namespace === undefined)) return fallback;
+    const kept = verdicts(policy, expression);
+    const known = kept[rule];
+    if (known !== undefined) return known;
+    const value = run(policy, `spec.${rule}`, () => expression.evaluate(celVariables())) as NonNullable<NamespaceVerdicts[R]>;
+    if (rule === 'group' && value !== '') {
+      const problems = groupValueErrors(value as string);
+      if (problems.length > 0) {
+        throw new PolicyEvaluationError(
+          `policy "${policy.name}" spec.group: gave ${JSON.stringify(value)}, which cannot be a label or toleration value: ${problems.join('; ')}`,
+        );
+      }
+    }
+    kept[rule] = value;
+    return value;
+  };
 
   return {
-    group(policy) {
-      let group = groups.get(policy);
-      const shared =
-        groupsByNamespace !== undefined && inputs.namespace !== undefined && readsOnlyNamespace(policy) ? groupsByNamespace : undefined;
-      if (group === undefined && shared !== undefined && inputs.namespace !== undefined) {
-        group = shared.get(inputs.namespace)?.get(policy);
-      }
-      if (group === undefined) {
-        // Without its Namespace object a namespace has no group (the brief's rule): nothing to read.
-        group = inputs.namespace === undefined ? '' : run(policy, 'spec.group', () => policy.group.evaluate(celVariables()));
-        const problems = group === '' ? [] : groupValueErrors(group);
-        if (problems.length > 0) {
-          throw new PolicyEvaluationError(
-            `policy "${policy.name}" spec.group: gave ${JSON.stringify(group)}, which cannot be a label or toleration value: ${problems.join('; ')}`,
-          );
-        }
-        groups.set(policy, group);
-        if (shared !== undefined && inputs.namespace !== undefined) {
-          let byPolicy = shared.get(inputs.namespace);
-          if (byPolicy === undefined) {
-            byPolicy = new Map();
-            shared.set(inputs.namespace, byPolicy);
-          }
-          byPolicy.set(policy, group);
-        }
-      }
-      return group;
-    },
-    exempt(policy) {
-      let exempt = exempts.get(policy);
-      if (exempt === undefined) {
-        const expression = policy.exempt;
-        exempt = expression === undefined ? false : run(policy, 'spec.exempt', () => expression.evaluate(celVariables()));
-        exempts.set(policy, exempt);
-      }
-      return exempt;
-    },
-    infrastructure(policy) {
-      let infrastructure = infrastructures.get(policy);
-      if (infrastructure === undefined) {
-        const expression = policy.infrastructure;
-        // No namespace object, nothing to recognise it by: not infrastructure.
-        infrastructure =
-          expression === undefined || inputs.namespace === undefined
-            ? false
-            : run(policy, 'spec.infrastructure', () => expression.evaluate(celVariables()));
-        infrastructures.set(policy, infrastructure);
-      }
-      return infrastructure;
-    },
+    group: (policy) => decide(policy, 'group', ''),
+    exempt: (policy) => decide(policy, 'exempt', false),
+    infrastructure: (policy) => decide(policy, 'infrastructure', false),
   };
 }
 

@@ -56,6 +56,12 @@ describe('flags in kube-apiserver style', () => {
       argv: ['--default-unreachable-toleration-seconds=9223372036854775808'],
       message: /out of the int64 range/,
     },
+    {
+      // strconv.ParseInt meets the overflow before the bad character, so Go calls it a range error.
+      name: 'an overflow before a bad character',
+      argv: ['--default-unreachable-toleration-seconds=99999999999999999999x'],
+      message: /out of the int64 range/,
+    },
   ];
   for (const row of errors) {
     it(`${row.name} is a usage error`, () => {

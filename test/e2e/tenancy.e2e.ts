@@ -14,6 +14,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
+import { podFromTemplate } from '../../src/api/pod-template.js';
+import { resourceKindOf } from '../../src/api/resource-kinds.js';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { createFakeNodes } from '../cluster/fake-node.js';
 import { pollUntil } from '../cluster/poll.js';
@@ -87,6 +89,33 @@ function termsOf(spec: PodSpecShape): unknown[] | undefined {
 
 function pod(name: string, namespace: string, spec: Record<string, unknown> = {}): Manifest {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace }, spec: { containers: [container], ...spec } };
+}
+
+/**
+ * The metadata src/api/pod-template.ts says `owner`'s controller writes on the pods it makes
+ * (GetPodFromTemplate), against what the real controller wrote on `pod`: owner reference (uid
+ * included), generateName and namespace exactly; the template's labels exactly or at least.
+ */
+function assertMadeFromTemplate(
+  pod: Manifest,
+  owner: Manifest,
+  ownerKind: 'ReplicaSet' | 'DaemonSet',
+  labels: 'exactly' | 'at least',
+): void {
+  // A listed item has no apiVersion and kind of its own (they are the list's).
+  const kind = resourceKindOf('apps/v1', ownerKind);
+  assert.ok(kind !== undefined, `${ownerKind} is a kind tolerator reads`);
+  const namespace = String(owner.metadata.namespace);
+  const predicted = (podFromTemplate(owner, kind, namespace)?.metadata ?? {}) as Record<string, unknown>;
+  const actual = pod.metadata;
+  assert.deepEqual(
+    { ownerReferences: actual.ownerReferences, generateName: actual.generateName, namespace: actual.namespace },
+    { ownerReferences: predicted.ownerReferences, generateName: predicted.generateName, namespace: predicted.namespace },
+  );
+  const actualLabels = (actual.labels ?? {}) as Record<string, string>;
+  const predictedLabels = (predicted.labels ?? {}) as Record<string, string>;
+  if (labels === 'exactly') assert.deepEqual(actualLabels, predictedLabels);
+  else assert.deepEqual(Object.fromEntries(Object.keys(predictedLabels).map((key) => [key, actualLabels[key]])), predictedLabels);
 }
 
 /** A Deployment (of `replicas` pods) or a DaemonSet whose pods are labelled app=`name`. */
@@ -194,6 +223,8 @@ describe('dedicated-node tenancy through kube-apiserver and kube-controller-mana
         (stored.metadata.ownerReferences as { kind: string; name: string }[]).map(({ kind, name }) => `${kind}/${name}`),
         [`ReplicaSet/${String(replicaSet.metadata.name)}`],
       );
+      // The ReplicaSet's template (the Deployment's, with its pod-template-hash label) becomes the pod.
+      assertMadeFromTemplate(stored, replicaSet, 'ReplicaSet', 'exactly');
       const spec = specOf(stored);
       assert.deepEqual(spec.tolerations, [notReady, unreachable, memoryPressure, gpuToleration]);
       // ANDed into each of the pod's own terms (a new term would be ORed and let it escape);
@@ -313,6 +344,7 @@ describe('dedicated-node tenancy through kube-apiserver and kube-controller-mana
 
   it("a tenant DaemonSet's pods, made by the DaemonSet controller on the group's nodes only, carry its toleration set and the pair", async () => {
     const stored = await createObject(cluster.objects, withTemplate('DaemonSet', 'gpu-agent', 'ml', {}));
+    const daemonSetStored = stored;
     // The mutating webhook gives the template the pair, so the controller targets the group's nodes.
     const template = specOf((stored.spec as { template: Manifest }).template);
     assert.deepEqual(template.tolerations, [gpuToleration]);
@@ -320,6 +352,8 @@ describe('dedicated-node tenancy through kube-apiserver and kube-controller-mana
 
     const pods = await podsOf('ml', 'gpu-agent', 2);
     const targets = pods.map((stored) => {
+      // The DaemonSet controller adds its controller-revision-hash and pod-template-generation labels.
+      assertMadeFromTemplate(stored, daemonSetStored, 'DaemonSet', 'at least');
       const spec = specOf(stored);
       // The template's toleration first, then the controller's set; tolerator adds nothing more
       // (the set already covers not-ready, unreachable and memory-pressure).

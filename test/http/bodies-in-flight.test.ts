@@ -21,7 +21,7 @@ import { BodyBudget } from '../../src/http/body-budget.js';
 import { maxBodyBytes } from '../../src/http/body-limits.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { bodyTimeoutMs, startTlsServer, type TlsServer } from '../../src/http/tls-server.js';
-import { smallBodyBytes, transportLimits } from '../../src/http/transport-limits.js';
+import { maxWorkerHeapMib, smallBodyBytes, transportLimits, workerHeapMib } from '../../src/http/transport-limits.js';
 import { createCA, createServingCertificate, type Pair } from '../support/certificates.js';
 import { loadReviewFixture, pipelineFromArgs, silentLogger } from '../support/harness.js';
 
@@ -138,14 +138,20 @@ describe('bodies in flight: a budget of body bytes and connections, derived from
     assert.equal(limits.smallReserveBytes, 8 * MiB);
     assert.equal(limits.maxConnections, 963);
     assert.equal(limits.reviewWorkers, 1);
+    // The workers' 7/16 (224 MiB) less a worker's young generation and code (48 MiB) is its heap.
+    assert.equal(limits.workerHeapMib, 176);
     // Without a cgroup limit (Node.js 20 reports 2^64 − 1) the machine's memory counts.
     const unconstrained = transportLimits({ constrainedMemoryBytes: 2 ** 64 - 1, totalMemoryBytes: 2048 * MiB, cpus: 8 });
     assert.equal(unconstrained.memoryBytes, 2048 * MiB);
     assert.equal(unconstrained.reviewWorkers, 4, '7/16 of 2 GiB holds four workers of 208 MiB; eight CPUs would allow seven');
+    assert.equal(unconstrained.workerHeapMib, 176, '896 MiB shared by four workers: 224 MiB each, 48 of them not heap');
+    const large = transportLimits({ constrainedMemoryBytes: undefined, totalMemoryBytes: 24 * 1024 * MiB, cpus: 2 });
+    assert.equal(large.workerHeapMib, maxWorkerHeapMib, 'one worker in 10.5 GiB gets no more than the most a review needs, with margin');
     // However little memory there is, the largest review fits in the budget and there is one worker.
     const small = transportLimits({ constrainedMemoryBytes: 128 * MiB, totalMemoryBytes: 2048 * MiB, cpus: 1 });
     assert.ok(small.bodyBudgetBytes - small.smallReserveBytes >= maxBodyBytes);
     assert.equal(small.reviewWorkers, 1);
+    assert.equal(small.workerHeapMib, workerHeapMib, 'a worker never has less than the least heap the worst review needs');
   });
 
   it('80 connections each sending a body one byte short of the limit, then waiting, hold no more than the budget; the rest get 503 with Retry-After', async () => {

@@ -1118,3 +1118,30 @@ describe("DedicatedNodes: a workload's template is judged as its controller's po
     );
   });
 });
+
+describe('DedicatedNodes judges a template as the pod its controller creates', () => {
+  // The policy's exemption reads what only the controller writes: its owner reference.
+  const exemptDaemonPods = compilePolicy('daemon-exempt', {
+    ...labelPolicySpec(),
+    exempt: "has(object.metadata.ownerReferences) && object.metadata.ownerReferences.exists(o, o.kind == 'DaemonSet' && o.controller)",
+  });
+  const daemonPod = pod({}, { ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'agent', uid: 'u', controller: true }] });
+
+  it('exempts the DaemonSet pod and the DaemonSet template alike', () => {
+    const forPod = plugin(exemptDaemonPods).validate(daemonPod, podAttributes('CREATE', daemonPod), context('ml'));
+    const template = daemonSet({});
+    const forTemplate = plugin(exemptDaemonPods).validate(template, daemonSetAttributes('CREATE', template), context('ml'));
+    assert.equal(forPod.auditAnnotations?.['dedicated-nodes-decision'], 'exempt');
+    assert.equal(forTemplate.auditAnnotations?.['dedicated-nodes-decision'], 'exempt');
+  });
+
+  it("sees the workload's namespace, not one written in the template", () => {
+    const inWeb = compilePolicy('web-exempt', { ...labelPolicySpec(), exempt: "object.metadata.namespace == 'web'" });
+    const base = daemonSet({});
+    const spec = base.spec as JsonObject;
+    const template = spec.template as JsonObject;
+    const given = { ...base, spec: { ...spec, template: { ...template, metadata: { namespace: 'web', labels: { app: 'agent' } } } } };
+    const outcome = plugin(inWeb).validate(given, daemonSetAttributes('CREATE', given), context('ml'));
+    assert.match(forbiddenMessage(outcome.denial), /must tolerate/);
+  });
+});

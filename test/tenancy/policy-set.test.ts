@@ -116,18 +116,45 @@ describe('groups shared across requests for the same Namespace object', () => {
   it('a group rule that reads only namespaceObject is worked out once per Namespace object', () => {
     const { set } = createPolicySet([byLabel]);
     const ml = namespace('ml', { dedicated: 'gpu' });
-    const first = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    const first = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.namespaceVerdicts);
     assert.equal(first.group(byLabel), 'gpu');
     // The cluster state hands out a new object when a namespace changes; changing this one in
     // place shows that the second request reused the first answer instead of evaluating again.
     (ml.metadata.labels as Record<string, string>).dedicated = 'tpu';
-    const second = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.groupsByNamespace);
+    const second = createPolicyEvaluator({ object: pod(), oldObject: undefined, namespace: ml, request: {} }, set.namespaceVerdicts);
     assert.equal(second.group(byLabel), 'gpu');
     const changed = createPolicyEvaluator(
       { object: pod(), oldObject: undefined, namespace: namespace('ml', { dedicated: 'tpu' }), request: {} },
-      set.groupsByNamespace,
+      set.namespaceVerdicts,
     );
     assert.equal(changed.group(byLabel), 'tpu', 'a new Namespace object is evaluated afresh');
+  });
+
+  it('exempt and infrastructure rules that read only namespaceObject are worked out once per Namespace object too; one that reads the pod is not', () => {
+    const byNamespaceLabels = compilePolicy('by-namespace', {
+      ...labelPolicySpec(),
+      exempt: "namespaceObject.metadata.?labels['exempt'].orValue('') == 'true'",
+    });
+    const byPodLabel = compilePolicy('by-pod', labelPolicySpec());
+    const { set } = createPolicySet([byNamespaceLabels, byPodLabel]);
+    const platform = namespace('platform', { exempt: 'true', 'tolerator.dev/node-infrastructure': 'true' });
+    const evaluator = (labels: Record<string, string>) =>
+      createPolicyEvaluator({ object: pod({}, { labels }), oldObject: undefined, namespace: platform, request: {} }, set.namespaceVerdicts);
+    const first = evaluator({});
+    assert.deepEqual(
+      [first.exempt(byNamespaceLabels), first.infrastructure(byNamespaceLabels), first.exempt(byPodLabel)],
+      [true, true, false],
+    );
+    // Changed in place: a rule evaluated again would see it; one reused would not.
+    const labels = platform.metadata.labels as Record<string, string>;
+    labels.exempt = 'false';
+    labels['tolerator.dev/node-infrastructure'] = 'false';
+    const second = evaluator({ 'tolerator.dev/exempt': 'true' });
+    assert.deepEqual(
+      [second.exempt(byNamespaceLabels), second.infrastructure(byNamespaceLabels), second.exempt(byPodLabel)],
+      [true, true, true],
+      'the namespace rules are reused, the pod rule is evaluated for this pod',
+    );
   });
 
   it('a group rule that also reads the pod is evaluated for every request', () => {
@@ -136,11 +163,11 @@ describe('groups shared across requests for the same Namespace object', () => {
     const ml = namespace('ml');
     const a = createPolicyEvaluator(
       { object: pod({}, { labels: { team: 'a' } }), oldObject: undefined, namespace: ml, request: {} },
-      set.groupsByNamespace,
+      set.namespaceVerdicts,
     );
     const b = createPolicyEvaluator(
       { object: pod({}, { labels: { team: 'b' } }), oldObject: undefined, namespace: ml, request: {} },
-      set.groupsByNamespace,
+      set.namespaceVerdicts,
     );
     assert.equal(a.group(byPodLabel), 'a');
     assert.equal(b.group(byPodLabel), 'b');
