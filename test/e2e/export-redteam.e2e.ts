@@ -8,7 +8,7 @@
  * budget); no case here names a node.
  *
  * Each attack is a dry run (nothing stored), but for the UPDATE paths, which need an object to
- * update.
+ * update. REDTEAM_VERBOSE=1 prints both verdicts of every attack (which way each went).
  */
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
@@ -87,6 +87,7 @@ const expr = (key: string, operator: string, values?: string[]): Record<string, 
 function podSpecOf(object: Manifest): Spec {
   const spec = object.spec as Spec;
   if (object.kind === 'Pod') return spec;
+  if (object.kind === 'PodTemplate') return ((object.template as Spec).spec ?? {}) as Spec;
   if (object.kind === 'CronJob') return ((((spec.jobTemplate as Spec).spec as Spec).template as Spec).spec ?? {}) as Spec;
   return ((spec.template as Spec).spec ?? {}) as Spec;
 }
@@ -122,6 +123,10 @@ const namespaces: Record<string, Record<string, string>> = {
   g2024: { dedicated: '2024' },
   blank: { dedicated: '' },
   'gpu-agents': { dedicated: 'gpu', 'tolerator.dev/node-infrastructure': 'true' },
+  // Group values that read as something else in JSON or to a number parser.
+  gnull: { dedicated: 'null' },
+  gexp: { dedicated: '1e3' },
+  gzero: { dedicated: '0' },
 };
 
 const pci = { key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoSchedule' };
@@ -161,6 +166,16 @@ const attacks: Record<string, () => Manifest> = {
     pod('a17', 'gpu-agents', { tolerations: [{ key: 'dedicated', operator: 'Exists' }] }),
   'a non-mirror tenant pod with the mirror annotation and a foreign toleration': () =>
     pod('a18', 'gpu', { tolerations: [pci] }, { annotations: { 'kubernetes.io/config.mirror': 'x' } }),
+  'a non-mirror tenant pod with the mirror annotation, a node name and a foreign toleration': () =>
+    pod('a19', 'gpu', { nodeName: 'n1', tolerations: [pci] }, { annotations: { 'kubernetes.io/config.mirror': 'x' } }),
+  // Hostile group values: the pair is built and compared as text.
+  'group "null": a bare pod': () => pod('c1', 'gnull', {}),
+  'group "null": Equal with the other group': () => pod('c2', 'gnull', { tolerations: [pci] }),
+  'group "1e3": a bare pod': () => pod('c3', 'gexp', {}),
+  'group "1e3": Gt 1 on the group label (1e3 is no integer to ParseInt)': () =>
+    pod('c4', 'gexp', required({ matchExpressions: [expr('dedicated', 'Gt', ['1'])] })),
+  'group "0": Lt 1 on the group label': () => pod('c5', 'gzero', required({ matchExpressions: [expr('dedicated', 'Lt', ['1'])] })),
+  'group "0": Gt -1 on the group label': () => pod('c6', 'gzero', required({ matchExpressions: [expr('dedicated', 'Gt', ['-1'])] })),
   // Node affinity escapes.
   'tenant: an extra ORed term without the group requirement': () =>
     pod('b1', 'gpu', required({ matchExpressions: [expr('dedicated', 'In', ['gpu'])] }, { matchExpressions: [expr('zone', 'In', ['a'])] })),
@@ -219,6 +234,34 @@ const attacks: Record<string, () => Manifest> = {
   'DaemonSet: Exists with an empty key': () => daemonSet('d6', 'gpu', { tolerations: [{ operator: 'Exists' }] }),
   'DaemonSet of an outsider: the gpu toleration': () => daemonSet('d7', 'apps', { tolerations: [pci] }),
   'CronJob: a foreign toleration': () => cronJob('d8', 'gpu', { tolerations: [{ key: 'dedicated', operator: 'Exists' }] }),
+  'StatefulSet: a foreign toleration': () => ({
+    ...deployment('d10', 'gpu', { tolerations: [pci] }),
+    kind: 'StatefulSet',
+  }),
+  'ReplicaSet: nodeSelector for the other group': () => ({
+    ...deployment('d11', 'gpu', { nodeSelector: { dedicated: 'pci' } }),
+    kind: 'ReplicaSet',
+  }),
+  'Job: Exists on the group key': () => ({
+    apiVersion: 'batch/v1',
+    kind: 'Job',
+    metadata: { name: 'd12', namespace: 'gpu' },
+    spec: {
+      template: { spec: { containers: [container], restartPolicy: 'Never', tolerations: [{ key: 'dedicated', operator: 'Exists' }] } },
+    },
+  }),
+  'ReplicationController: a foreign toleration': () => ({
+    apiVersion: 'v1',
+    kind: 'ReplicationController',
+    metadata: { name: 'd13', namespace: 'gpu' },
+    spec: { selector: labels, template: { metadata: { labels }, spec: { containers: [container], tolerations: [pci] } } },
+  }),
+  'PodTemplate: a foreign toleration': () => ({
+    apiVersion: 'v1',
+    kind: 'PodTemplate',
+    metadata: { name: 'd14', namespace: 'apps' },
+    template: { spec: { containers: [container], tolerations: [pci] } },
+  }),
   'CronJob: DoesNotExist on the group label': () =>
     cronJob('d9', 'gpu', required({ matchExpressions: [expr('dedicated', 'DoesNotExist')] })),
 };
@@ -277,6 +320,7 @@ describe('red team: the exported tenancy policies refuse what the webhook refuse
       const fromWebhook = await judge(webhook.objects, build());
       const fromPolicies = await judge(policies, build());
       const both = `webhook ${describeVerdict(fromWebhook)}\npolicies ${describeVerdict(fromPolicies)}`;
+      if (process.env.REDTEAM_VERBOSE === '1') console.log(`VERDICT ${title}\n  ${both}`);
       assert.equal('admitted' in fromPolicies, 'admitted' in fromWebhook, both);
       if ('admitted' in fromPolicies && 'admitted' in fromWebhook) {
         assert.deepEqual(placement(fromPolicies.admitted), placement(fromWebhook.admitted), both);
@@ -300,6 +344,69 @@ describe('red team: the exported tenancy policies refuse what the webhook refuse
           },
         },
       });
+    }
+  });
+
+  it("a kubelet's mirror pod in a tenant namespace with a foreign toleration: left alone by both (node credentials, not a tenant's)", async () => {
+    const stored: Manifest[] = [];
+    for (const [objects, plane] of [
+      [webhook.objects, webhook.plane],
+      [policies, policyPlane],
+    ] as const) {
+      const node = await createObject(objects, { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n-mirror' } });
+      const kubelet = clientsFor(await plane.kubeconfigFor('system:node:n-mirror', ['system:nodes'])).objects;
+      const uid = (node.metadata as { uid: string }).uid;
+      stored.push(
+        await createObject(
+          kubelet,
+          pod(
+            'static-n-mirror',
+            'gpu',
+            { nodeName: 'n-mirror', tolerations: [{ operator: 'Exists' }] },
+            {
+              annotations: { 'kubernetes.io/config.mirror': 'f3a9c0de5b7e4d21' },
+              ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'n-mirror', uid, controller: true }],
+            },
+          ),
+        ),
+      );
+    }
+    const [fromWebhook, fromPolicies] = stored as [Manifest, Manifest];
+    assert.deepEqual(placement(fromWebhook).tolerations, [{ operator: 'Exists' }]);
+    assert.deepEqual(placement(fromPolicies), placement(fromWebhook));
+  });
+
+  it("a namespace moved to another group after its pod exists: an UPDATE adding nothing is taken, one adding the old group's toleration in another form is refused, by both", async () => {
+    const moving = (group: string): Manifest => ({
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: { name: 'moving', labels: { dedicated: group } },
+    });
+    const created: Manifest[] = [];
+    for (const objects of [webhook.objects, policies]) {
+      await createObject(objects, moving('gpu'));
+      created.push(await createObject(objects, pod('old', 'moving', {})));
+      const namespace = plain(await objects.read({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'moving' } })) as Manifest;
+      await objects.replace(asKubernetesObject({ ...namespace, metadata: { ...namespace.metadata, labels: { dedicated: 'pci' } } }));
+    }
+    // The webhook reads namespaces from its informer: wait until it sees the new group.
+    await pollUntil('the webhook seeing moving in group pci', async () => {
+      const probe = await createObject(webhook.objects, pod('probe', 'moving', {}), 'All');
+      const tolerations = (podSpecOf(probe).tolerations ?? []) as { value?: string }[];
+      return tolerations.some((toleration) => toleration.value === 'pci') ? true : undefined;
+    });
+    for (const [index, objects] of [webhook.objects, policies].entries()) {
+      const old = created[index] as Manifest;
+      const spec = old.spec as Spec;
+      const relabelled = { ...old, metadata: { ...old.metadata, labels: { touched: 'yes' } } };
+      plain(await objects.replace(asKubernetesObject(relabelled), undefined, 'All'));
+      const oldGroup = { key: 'dedicated', operator: 'Equal', value: 'gpu' };
+      const widened = { ...old, spec: { ...spec, tolerations: [...((spec.tolerations ?? []) as unknown[]), oldGroup] } };
+      const error = await objects.replace(asKubernetesObject(widened), undefined, 'All').then(
+        () => undefined,
+        (caught: unknown) => apiError(caught),
+      );
+      assert.equal(error?.code, 403, `side ${index}: ${JSON.stringify(error?.status.message)}`);
     }
   });
 
