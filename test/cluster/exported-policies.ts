@@ -12,6 +12,7 @@ import { exportPolicies, exportVersions, type ExportSettings, type ExportVersion
 import { defaultTolerationSeconds } from '../../src/plugins/default-toleration-seconds.js';
 import { selectPlugins } from '../../src/plugins/registry.js';
 import { findControlPlane } from './binaries.js';
+import { waitForTenancyPolicies } from './tenancy-policies-wait.js';
 import type { ControlPlaneOptions } from './control-plane.js';
 import { clientsFor, createObject, plain, asKubernetesObject, type Manifest } from './tolerator-on-cluster.js';
 
@@ -56,12 +57,17 @@ export function exportedDocuments(settings: ExportSettings): Manifest[] {
 /**
  * Creates the documents, then waits until the mutating policy acts: a dry-run pod in `namespace`
  * must come back with the not-ready toleration (a new policy takes effect after the API server's
- * policy informer has seen it and compiled it).
+ * policy informer has seen it and compiled it). Each exported tenancy ValidatingAdmissionPolicy
+ * takes effect on its own, later or sooner: waiting for the mutating one alone let the first
+ * tenancy cases of a suite reach a server that did not refuse yet (seen at load average 7: a
+ * tenant's wildcard toleration admitted), so each is waited for too (waitForTenancyPolicies).
+ * `namespace` must be reviewed and not infrastructure.
  */
 export async function installExportedPolicies(kubeconfig: string, documents: readonly Manifest[], namespace: string): Promise<void> {
   const { objects } = clientsFor(kubeconfig);
   for (const document of documents) await objects.create(asKubernetesObject(document));
   await waitForPolicies(objects, namespace);
+  await waitForTenancyPolicies(objects, documents, namespace);
 }
 
 export async function waitForPolicies(objects: k8s.KubernetesObjectApi, namespace: string): Promise<void> {
