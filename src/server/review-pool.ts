@@ -147,7 +147,11 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
     const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
     job.body = undefined;
     try {
-      post(slot, { type: 'review', id: job.id, side: job.side, body: own, gates: options.gates(), serverVersion: options.serverVersion?.() }, [own.buffer as ArrayBuffer]);
+      post(
+        slot,
+        { type: 'review', id: job.id, side: job.side, body: own, gates: options.gates(), serverVersion: options.serverVersion?.() },
+        [own.buffer as ArrayBuffer],
+      );
     } catch (error) {
       slot.job = undefined;
       settle(job, { error });
