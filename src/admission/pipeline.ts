@@ -4,6 +4,7 @@
  * then calls a mutating and a validating webhook. The only I/O is the namespace look-up through
  * the ClusterFacts passed in; the plugins themselves are pure.
  */
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import { objectAt } from '../api/pod-template.js';
 import { resourceKindByResource } from '../api/resource-kinds.js';
@@ -37,6 +38,8 @@ export interface PipelineOptions {
    * src/kube/feature-gate-source.ts), so that every plugin of one review sees the same gates.
    */
   readonly gates: FeatureGates | (() => FeatureGates);
+  /** The version the API server reports, read with the gates (PluginContext.serverVersion); absent offline. */
+  readonly serverVersion?: () => KubernetesVersion | undefined;
   readonly clusterFacts: ClusterFacts;
 }
 
@@ -163,6 +166,7 @@ async function readContext(
   ]);
   return {
     gates: typeof options.gates === 'function' ? options.gates() : options.gates,
+    serverVersion: options.serverVersion?.(),
     namespace,
     node: (name) => (name === nodeName ? namedNode : facts.getNode(name)),
     nodesKnown: facts.knowsNodes,

@@ -16,7 +16,7 @@
  * exist there (the API server refuses the fields or operators it guards), which for admission is
  * the same as off.
  */
-import type { FeatureGateName } from './feature-gates.js';
+import { featureGateNames, type FeatureGateName, type FeatureGates } from './feature-gates.js';
 
 export interface KubernetesVersion {
   readonly major: number;
@@ -70,6 +70,11 @@ export function defaultAtVersion(name: FeatureGateName, version: KubernetesVersi
     current = { enabled: entry.enabled, stage: entry.stage, beyondTable };
   }
   return current;
+}
+
+/** Every gate's default in a cluster of `version`: what a server of that version runs without `--feature-gates`. */
+export function defaultGatesAtVersion(version: KubernetesVersion): FeatureGates {
+  return Object.fromEntries(featureGateNames.map((name) => [name, defaultAtVersion(name, version).enabled])) as unknown as FeatureGates;
 }
 
 export function formatVersion(version: KubernetesVersion): string {

@@ -8,6 +8,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
+import { defaultGatesAtVersion, type KubernetesVersion } from '../api/feature-gate-history.js';
 import { exportPolicies, exportVersions, type ExportVersion, type Manifest } from '../export/export-policies.js';
 import { emptyPodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 import type { CommandDefinition, CommandIo } from './command.js';
@@ -32,6 +33,12 @@ function readVersion(raw: string | undefined): ExportVersion {
     throw new UsageError(`--kubernetes-version must be one of ${exportVersions.join(', ')}, got ${JSON.stringify(version)}`);
   }
   return known;
+}
+
+/** `1.37` as the major and minor the gate table is keyed by. */
+function versionOf(version: ExportVersion): KubernetesVersion {
+  const [major = '', minor = ''] = version.split('.');
+  return { major: Number(major), minor: Number(minor) };
 }
 
 export const exportCommand: CommandDefinition = {
@@ -63,7 +70,10 @@ function runExport(flags: ParsedFlags, io: CommandIo): number {
     podTolerationRestriction: settings.podTolerationRestriction,
     podNodeSelectorConfigured: settings.podNodeSelector !== emptyPodNodeSelectorConfig,
     tenancyPolicies: policies,
-    gates: settings.gates,
+    // The gates of the version the manifests are for (its defaults, as a server of that version
+    // runs without --feature-gates), with --feature-gates over them: 1.37's
+    // PodLevelResourcesFixKubeletQOSClass changes which pods are BestEffort.
+    gates: { ...defaultGatesAtVersion(versionOf(kubernetesVersion)), ...settings.explicitGates },
   });
   if (result.refusals !== undefined) {
     const lines = result.refusals.map((refusal) => `  ${refusal.subject}: ${refusal.reason}`);

@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import { createPipeline, type Pipeline } from '../admission/pipeline.js';
 import type { Metrics } from '../http/metrics.js';
@@ -132,6 +133,7 @@ export function pipelineFor(
   clusterFacts: ClusterFacts,
   policies: () => PolicySet,
   gates: () => FeatureGates = () => settings.gates,
+  serverVersion?: () => KubernetesVersion | undefined,
 ): Pipeline {
   const plugins = buildPlugins({
     enabled: settings.enabled,
@@ -140,5 +142,5 @@ export function pipelineFor(
     podNodeSelector: settings.podNodeSelector,
     dedicatedNodes: createDedicatedNodes(policies),
   });
-  return createPipeline({ ...plugins, gates, clusterFacts });
+  return createPipeline({ ...plugins, gates, clusterFacts, ...(serverVersion === undefined ? {} : { serverVersion }) });
 }

@@ -308,7 +308,7 @@ function tolerationSteps(
     // also drops those of the pod's own that another covers, as upstream); on UPDATE only
     // memory-pressure appended, when the merge keeps it (src/plugins/pod-toleration-restriction.ts).
     const before = current;
-    variables.push({ name: 'bestEffort', expression: isBestEffortCel(settings.gates.PodLevelResources) });
+    variables.push({ name: 'bestEffort', expression: isBestEffortCel(settings.gates) });
     variables.push({ name: 'withMemoryPressure', expression: `${before} + [${tolerationLiteral(memoryPressureToleration())}]` });
     variables.push({ name: 'laterFree', expression: laterFreeCel('variables.withMemoryPressure') });
     variables.push({ name: 'kept', expression: mergeKeptCel('variables.withMemoryPressure', 'variables.laterFree') });

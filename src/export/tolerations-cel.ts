@@ -17,6 +17,7 @@
  * itself.
  */
 import type { Toleration } from '../api/types.js';
+import type { PodLevelResourcesGate } from '../tolerations/qos.js';
 
 type Field = 'key' | 'operator' | 'value' | 'effect';
 
@@ -136,13 +137,21 @@ export function hasPositiveQosResourceCel(list: string): string {
 /**
  * isBestEffortPod (src/tolerations/qos.ts) on `object`: a non-empty status.qosClass decides; else,
  * with the PodLevelResources gate on and spec.resources present, the pod's own resources; else no
- * positive cpu or memory request or limit in any container or init container.
+ * positive cpu or memory request or limit in any container or init container. With
+ * PodLevelResourcesFixKubeletQOSClass on (1.37), spec.resources decides only when it names cpu,
+ * memory or a hugepages-* resource (helper.IsPodLevelResourcesSet); `resources: {}` leaves the
+ * class to the containers, as computePodQOS does.
  */
-export function isBestEffortCel(podLevelResources: boolean): string {
+export function isBestEffortCel(gates: PodLevelResourcesGate): string {
   const requests = (of: string): string => hasPositiveQosResourceCel(`${of}.?resources.?requests.orValue({})`);
   const limits = (of: string): string => hasPositiveQosResourceCel(`${of}.?resources.?limits.orValue({})`);
   const containers = `!(object.spec.?containers.orValue([]) + object.spec.?initContainers.orValue([])).exists(c, ${requests('c')} || ${limits('c')})`;
   const podLevel = `!${hasPositiveQosResourceCel('object.spec.resources.?requests.orValue({})')} && !${hasPositiveQosResourceCel('object.spec.resources.?limits.orValue({})')}`;
-  const computed = podLevelResources ? `(has(object.spec.resources) ? ${podLevel} : ${containers})` : `(${containers})`;
+  const names = (list: string): string => `${list}.exists(n, n == 'cpu' || n == 'memory' || n.startsWith('hugepages-'))`;
+  const podLevelSet =
+    gates.PodLevelResourcesFixKubeletQOSClass === true
+      ? ` && (${names('object.spec.resources.?requests.orValue({})')} || ${names('object.spec.resources.?limits.orValue({})')})`
+      : '';
+  const computed = gates.PodLevelResources ? `(has(object.spec.resources)${podLevelSet} ? ${podLevel} : ${containers})` : `(${containers})`;
   return `(object.?status.?qosClass.orValue('') != '' ? object.status.qosClass == 'BestEffort' : ${computed})`;
 }

@@ -8,7 +8,7 @@
  * warned about each time the cluster's answer changes (not on every read), and a cluster that
  * cannot be read keeps the last known value (at start, the built-in default).
  */
-import { formatVersion } from '../api/feature-gate-history.js';
+import { formatVersion, type KubernetesVersion } from '../api/feature-gate-history.js';
 import { gateValues, initialGates, resolveGates, type ResolvedGate, type ResolvedGates } from '../api/feature-gate-resolution.js';
 import { featureGateNames, type ExplicitFeatureGates, type FeatureGateName, type FeatureGates } from '../api/feature-gates.js';
 import type { ClusterGateReport } from './cluster-feature-gates.js';
@@ -36,6 +36,8 @@ export interface FeatureGateSource {
   resolved(): ResolvedGates;
   /** Whether the first read of the cluster is over, read or not (at once without a cluster). */
   settled(): boolean;
+  /** The version `/version` last reported (kept when a later read fails); undefined before any, or without a cluster. */
+  serverVersion(): KubernetesVersion | undefined;
   /** What /readyz?verbose shows: each gate with its source, and the last read. */
   detail(): readonly string[];
   /** Reads the cluster now (the timer does so on its own); concurrent calls share one read. */
@@ -63,6 +65,7 @@ export function startFeatureGateSource(options: FeatureGateSourceOptions): Featu
 
   let resolved = initialGates(explicit);
   let values = gateValues(resolved);
+  let version: KubernetesVersion | undefined;
   let settled = read === undefined;
   // An object, not a `let`: read again after an await, where a narrowed local would not be.
   const life = { stopped: false };
@@ -83,6 +86,7 @@ export function startFeatureGateSource(options: FeatureGateSourceOptions): Featu
   }
 
   const apply = (report: ClusterGateReport): void => {
+    version = report.version ?? version;
     const next = resolveGates(explicit, report, resolved);
     clusterView = resolveGates({}, report, clusterView);
     for (const name of featureGateNames) {
@@ -179,6 +183,7 @@ export function startFeatureGateSource(options: FeatureGateSourceOptions): Featu
     current: () => values,
     resolved: () => resolved,
     settled: () => settled,
+    serverVersion: () => version,
     detail() {
       const lines = featureGateNames.map(
         (name) => `feature gate ${name}=${resolved[name].enabled} source=${describeSource(resolved[name])}`,

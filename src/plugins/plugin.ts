@@ -3,6 +3,7 @@
  * attributes and a context of cluster facts in, a decision out. No I/O, no clock, no globals;
  * feature gates and namespace or node facts arrive through `PluginContext`.
  */
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import { MirrorPodAnnotation, type JsonObject, type Namespace, type Node } from '../api/types.js';
 import type { PluginName } from './registry.js';
@@ -59,6 +60,12 @@ export interface AdmissionAttributes {
 /** Facts about the cluster, read by the edge before the pure pipeline runs. */
 export interface PluginContext {
   readonly gates: FeatureGates;
+  /**
+   * The Kubernetes version the API server reports (`/version`), for what changed between versions
+   * without a gate; undefined offline or before it is read (then the oldest behaviour tolerator
+   * follows: 1.35's).
+   */
+  readonly serverVersion?: KubernetesVersion | undefined;
   /** The request's Namespace object, when the cluster state knows it. */
   readonly namespace: Namespace | undefined;
   /**

@@ -14,7 +14,8 @@
 import { templatePathOf, valueAt } from '../api/pod-template.js';
 import { resourceKindByResource } from '../api/resource-kinds.js';
 import type { Toleration } from '../api/types.js';
-import { FieldErrorList } from '../validation/field-errors.js';
+import { compareVersions, type KubernetesVersion } from '../api/feature-gate-history.js';
+import { distinctErrors, FieldErrorList } from '../validation/field-errors.js';
 import type { AdmissionAttributes, PluginContext, ValidatingPlugin, ValidationOutcome } from './plugin.js';
 import {
   allowsComparisonOperators,
@@ -35,6 +36,23 @@ interface Target {
 function targetOf(attributes: AdmissionAttributes): Target | undefined {
   const kind = resourceKindByResource(attributes.resource.group, attributes.resource.resource);
   return kind === undefined ? undefined : { group: kind.group, kind: kind.kind, template: templatePathOf(kind) };
+}
+
+/**
+ * From 1.37 an error whose text repeats an earlier one is reported once. Every resource this
+ * plugin validates has a declarative-validation strategy there (its pkg/registry/.../strategy.go
+ * embeds rest.DeclarativeValidation), so kube-apiserver passes the handwritten errors through
+ * ValidateDeclarativelyWithMigrationChecks, whose FilterCoveredHandwrittenErrors goes through
+ * ErrorList.Filter and so ToAggregate, which keeps the first of errors that print alike
+ * (k8s.io/apiserver pkg/registry/rest/validate.go and apimachinery field/errors.go at v0.37.2).
+ * Through 1.36 pods did not take that path (1.36's returns before filtering when nothing is
+ * enforced declaratively), and the second ValidateTolerations of a pod UPDATE repeats each error in
+ * the causes (seen on v1.36.3 and v1.37.2: the message, an aggregate, has each once either way).
+ */
+export const firstVersionWithoutRepeatedErrors: KubernetesVersion = { major: 1, minor: 37 };
+
+export function repeatsErrors(serverVersion: KubernetesVersion | undefined): boolean {
+  return serverVersion === undefined || compareVersions(serverVersion, firstVersionWithoutRepeatedErrors) < 0;
 }
 
 export function createTolerationValidation() {
@@ -71,7 +89,8 @@ export function createTolerationValidation() {
           group: target.group,
           kind: target.kind,
           name: nameOf(object, attributes),
-          errors: errors.errors,
+          // Only the kept errors are compared: past maxFieldErrors the rest are counted, never built.
+          errors: repeatsErrors(context.serverVersion) ? errors.errors : distinctErrors(errors.errors),
           ...(errors.omitted > 0 ? { omittedErrors: errors.omitted } : {}),
         },
       };

@@ -5,6 +5,7 @@
  */
 import type { AdmissionErrorCode } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Namespace, Node } from '../api/types.js';
 import type { AdmissionSettings } from '../cli/options.js';
@@ -30,6 +31,8 @@ export type ToWorker =
       readonly body: Uint8Array;
       /** The gates of this review, read once on the main thread as the pipeline reads them there. */
       readonly gates: FeatureGates;
+      /** The version the API server reported when the gates were read (PluginContext.serverVersion). */
+      readonly serverVersion: KubernetesVersion | undefined;
     }
   /** The answer to a `facts` question: the object, or undefined when it does not exist, or why it could not be read. */
   | { readonly type: 'facts'; readonly id: number; readonly value: Namespace | Node | undefined; readonly error?: string };

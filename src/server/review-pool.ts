@@ -25,6 +25,7 @@ import type { Logger } from 'pino';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import { AdmissionError } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { AdmissionSettings } from '../cli/options.js';
 import type { ReviewAnswer, ReviewRunner } from '../admission/run-review.js';
@@ -40,6 +41,8 @@ export interface ReviewPoolOptions {
   readonly clusterFacts: ClusterFacts;
   readonly policies: () => PolicySet;
   readonly gates: () => FeatureGates;
+  /** The version the API server reports (PluginContext.serverVersion); absent: none known. */
+  readonly serverVersion?: () => KubernetesVersion | undefined;
   readonly logger: Logger;
   /** Monotonic milliseconds: the clock deadlines are given in. */
   readonly now: () => number;
@@ -144,7 +147,11 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
     const own = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
     job.body = undefined;
     try {
-      post(slot, { type: 'review', id: job.id, side: job.side, body: own, gates: options.gates() }, [own.buffer as ArrayBuffer]);
+      post(
+        slot,
+        { type: 'review', id: job.id, side: job.side, body: own, gates: options.gates(), serverVersion: options.serverVersion?.() },
+        [own.buffer as ArrayBuffer],
+      );
     } catch (error) {
       slot.job = undefined;
       settle(job, { error });

@@ -12,6 +12,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import { AdmissionError } from '../admission/errors.js';
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Namespace, Node } from '../api/types.js';
 import { pipelineFor } from '../cli/runtime.js';
@@ -35,6 +36,7 @@ const nodes = new NodeMirror();
 // None until the pool sends the set: a review before that could not be decided, never decided without it.
 let policies: PolicySet | undefined;
 let gates: FeatureGates = setup.settings.gates;
+let serverVersion: KubernetesVersion | undefined;
 
 let nextQuestion = 0;
 const questions = new Map<number, { resolve: (value: Namespace | Node | undefined) => void; reject: (error: Error) => void }>();
@@ -69,6 +71,7 @@ const pipeline = pipelineFor(
     return policies;
   },
   () => gates,
+  () => serverVersion,
 );
 
 port.on('message', (message: ToWorker) => {
@@ -95,6 +98,7 @@ port.on('message', (message: ToWorker) => {
     }
     case 'review': {
       gates = message.gates;
+      serverVersion = message.serverVersion;
       answerReview(message.side, message.body, pipeline).then(
         ({ payload, summary }) => {
           send({ type: 'answer', id: message.id, payload, summary });

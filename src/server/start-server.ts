@@ -15,6 +15,7 @@ import type { RequestListener } from 'node:http';
 import type { Logger } from 'pino';
 import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
 import type { ResolvedGates } from '../api/feature-gate-resolution.js';
+import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { NamespaceExclusion } from '../audit/audit-rules.js';
 import { createPeriodicAudit, type PeriodicAudit } from '../cli/periodic-audit.js';
@@ -98,6 +99,8 @@ export interface WebhookAppParts {
   readonly clusterFacts: ClusterFacts;
   readonly policies: () => PolicySet;
   readonly gates?: () => FeatureGates;
+  /** The version the API server reports (PluginContext.serverVersion); absent: none known. */
+  readonly serverVersion?: () => KubernetesVersion | undefined;
   readonly logger: Logger;
   readonly metrics: Metrics;
   readonly readiness: Readiness;
@@ -110,7 +113,7 @@ export interface WebhookAppParts {
 /** The webhook's HTTP app around the pipeline the settings make: what the server serves, and what tests serve without TLS. */
 export function createWebhookApp(parts: WebhookAppParts): RequestListener {
   return createApp({
-    pipeline: pipelineFor(parts.settings, parts.clusterFacts, parts.policies, parts.gates),
+    pipeline: pipelineFor(parts.settings, parts.clusterFacts, parts.policies, parts.gates, parts.serverVersion),
     logger: parts.logger,
     metrics: parts.metrics,
     now: parts.now ?? (() => performance.now()),
@@ -279,6 +282,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
   });
   bodyBytesInFlight = () => bodyBudget.held;
   const currentGates = (): FeatureGates => gates.current();
+  const serverVersion = (): KubernetesVersion | undefined => gates.serverVersion();
   const reviewPool =
     limits.reviewWorkers === 0
       ? undefined
@@ -289,6 +293,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
           clusterFacts,
           policies: tenancy.current,
           gates: currentGates,
+          serverVersion,
           logger,
           now: () => performance.now(),
         });
@@ -308,6 +313,7 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     clusterFacts,
     policies: tenancy.current,
     gates: currentGates,
+    serverVersion,
     logger,
     metrics,
     bodyBudget,

@@ -158,7 +158,7 @@ export function aggregateMessage(errors: readonly FieldError[], maxBytes: number
  * string prints as its quoted self, so equal strings are the only ones that print alike, the
  * U+FFFD a lone surrogate prints as aside), other values by their printed form.
  */
-function distinctErrors(errors: readonly FieldError[]): FieldError[] {
+export function distinctErrors(errors: readonly FieldError[]): FieldError[] {
   const groups = new Map<string, FieldError[]>();
   const distinct: FieldError[] = [];
   for (const error of errors) {

@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   defaultAtVersion,
+  defaultGatesAtVersion,
   featureGateHistoryCheckedThrough,
   parseKubernetesVersion,
   type KubernetesVersion,
@@ -39,6 +40,32 @@ describe('defaultAtVersion', () => {
     assert.deepEqual(featureGateHistoryCheckedThrough, { major: 1, minor: 37 });
     assert.equal(defaultAtVersion('PodLevelResources', { major: 1, minor: 37 }).beyondTable, false);
     assert.equal(defaultAtVersion('PodLevelResources', { major: 1, minor: 38 }).beyondTable, true);
+  });
+});
+
+describe('defaultGatesAtVersion', () => {
+  it("is every gate's default at the version, as a server of that version runs without --feature-gates", () => {
+    const gates = (minor: number) => defaultGatesAtVersion({ major: 1, minor });
+    assert.deepEqual(gates(35), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: true,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
+    assert.deepEqual(gates(36), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: true,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
+    assert.deepEqual(gates(37), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: true,
+      PodLevelResourcesFixKubeletQOSClass: true,
+    });
+    assert.deepEqual(gates(33), {
+      TaintTolerationComparisonOperators: false,
+      PodLevelResources: false,
+      PodLevelResourcesFixKubeletQOSClass: false,
+    });
   });
 });
 

@@ -247,6 +247,12 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       `--secure-port=${apiPort}`,
       '--bind-address=127.0.0.1',
       '--advertise-address=127.0.0.1',
+      // The `kubernetes` Service's endpoints would be 127.0.0.1, which Endpoints validation
+      // refuses (loopback): through 1.36 kube-apiserver started all the same, and from 1.37 it
+      // refuses to start ("cannot use public IP 127.0.0.1 with endpoint
+      // reconciler", pkg/controlplane/instance.go at v1.37.2). Nothing reaches the API server
+      // through that Service on loopback, so there is nothing to reconcile, on every minor.
+      '--endpoint-reconciler-type=none',
       `--cert-dir=${join(dir, 'pki')}`,
       `--tls-cert-file=${serving.cert}`,
       `--tls-private-key-file=${serving.key}`,

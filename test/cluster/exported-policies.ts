@@ -7,7 +7,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as k8s from '@kubernetes/client-node';
-import { defaultFeatureGates } from '../../src/api/feature-gates.js';
+import { defaultGatesAtVersion } from '../../src/api/feature-gate-history.js';
 import { exportPolicies, exportVersions, type ExportSettings, type ExportVersion } from '../../src/export/export-policies.js';
 import { defaultTolerationSeconds } from '../../src/plugins/default-toleration-seconds.js';
 import { selectPlugins } from '../../src/plugins/registry.js';
@@ -43,7 +43,7 @@ export function defaultExportSettings(version: ExportVersion): ExportSettings {
     podTolerationRestriction: {},
     podNodeSelectorConfigured: false,
     tenancyPolicies: [],
-    gates: defaultFeatureGates,
+    gates: defaultGatesAtVersion({ major: 1, minor: Number(version.split('.')[1]) }),
   };
 }
 

@@ -22,8 +22,9 @@ import { main as build, goToolchainProblem, installedGoVersion } from './build.j
 /**
  * The bound on every e2e test and hook (node's --test-timeout): 10 minutes. The longest hook
  * starts a control plane with kube-scheduler and kube-controller-manager and tolerator, whose own
- * deadlines add up to 330 s (etcd 30, kube-apiserver 90, kube-scheduler 60, kube-controller-manager
- * 60, tolerator 30, its webhooks 60); the longest test waits on a few 60 s pollUntil deadlines.
+ * deadlines add up to 420 s (etcd 30, kube-apiserver 90, kube-scheduler 60, kube-controller-manager
+ * 60, tolerator 120 — serveStartDeadlineMs in test/support/serve-process.ts says why —, its webhooks
+ * 60); the longest test waits on a few 60 s pollUntil deadlines.
  * Without a bound a request that never returns hangs CI until the job's own limit. A timed-out
  * file ends without its after() hook; its control plane goes with it all the same (reaper.ts).
  */

@@ -445,7 +445,7 @@ describe('PodTolerationRestriction and PodNodeSelector: tolerator against the in
   });
 });
 
-describe('the PodTolerationRestriction configuration kube-apiserver v1.35 accepts, and tolerator', { skip }, () => {
+describe('the PodTolerationRestriction configuration kube-apiserver accepts (v1alpha1, 1.35 to 1.37), and tolerator', { skip }, () => {
   let dir: string;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'tolerator-e2e-plugin-config-'));

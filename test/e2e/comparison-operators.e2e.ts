@@ -1,5 +1,5 @@
 /**
- * `Gt`/`Lt` tolerations (TaintTolerationComparisonOperators, alpha and off in 1.35) through a real
+ * `Gt`/`Lt` tolerations (TaintTolerationComparisonOperators, alpha and off in 1.35 through 1.37) through a real
  * kube-apiserver with the shipped webhooks, the gate on and then off, and tolerator reading which
  * from the API server's own `/metrics` (no `--feature-gates` flag).
  *
@@ -23,7 +23,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { skipWithoutControlPlane } from '../cluster/binaries.js';
+import { defaultAtVersion, formatVersion, parseKubernetesVersion, type KubernetesVersion } from '../../src/api/feature-gate-history.js';
+import { findControlPlane, skipWithoutControlPlane } from '../cluster/binaries.js';
 import {
   asKubernetesObject,
   clientsFor,
@@ -38,6 +39,18 @@ import { callServe } from '../support/serve-process.js';
 
 const skip = skipWithoutControlPlane();
 const gate = 'TaintTolerationComparisonOperators';
+
+/**
+ * The version of the binaries under test (`npm run test:e2e -- --version 1.37`): what tolerator's
+ * /readyz names as the cluster's `/version`, and the version whose default it falls back to.
+ */
+function versionUnderTest(): KubernetesVersion {
+  const built = findControlPlane();
+  if (typeof built === 'string') throw new Error(built);
+  const version = parseKubernetesVersion({ gitVersion: built.version });
+  if (version === undefined) throw new Error(`the build's VERSION ${JSON.stringify(built.version)} is not a Kubernetes version`);
+  return version;
+}
 const namespace = 'gauges';
 
 const gt = (value: string): Record<string, string> => ({ key: 'example.com/cpu-generation', operator: 'Gt', value, effect: 'NoSchedule' });
@@ -215,7 +228,8 @@ async function assertToleratorGate(cluster: ToleratorOnCluster, enabled: boolean
   agent.destroy();
   assert.equal(readyz.status, 200, readyz.body);
   assert.ok(readyz.body.split('\n').includes(`feature gate ${gate}=${enabled} source=cluster-metrics`), readyz.body);
-  assert.match(readyz.body, /\/metrics: ok; \/version: ok \(v1\.35\.\d+\)/);
+  const { major, minor } = versionUnderTest();
+  assert.match(readyz.body, new RegExp(`/metrics: ok; /version: ok \\(v${major}\\.${minor}\\.\\d+\\)`));
   assert.deepEqual(samples(metrics.body, `tolerator_feature_gate_enabled{name="${gate}"`), [
     `tolerator_feature_gate_enabled{name="${gate}",source="cluster-metrics"} ${enabled ? 1 : 0}`,
   ]);
@@ -280,7 +294,10 @@ describe('Gt/Lt through kube-apiserver: the gate on, then turned off under store
       assert.deepEqual(tolerationsOf(stored), [gt('5')]);
       assert.deepEqual(await allowedBy(cluster, 'ratchet', 'CREATE', 'Deployment', ['validate']), ['validate']);
     });
-    it("without the grant to GET /metrics, a restarted tolerator falls back to /version's v1.35 default (off) and refuses what the API server allows, as the README warns", async () => {
+    it("without the grant to GET /metrics, a restarted tolerator falls back to /version's default (off: alpha through 1.37) and refuses what the API server allows, as the README warns", async () => {
+      const version = versionUnderTest();
+      // The premise: the version's default is off (feature-gate-table.e2e.ts holds the table to /metrics).
+      assert.deepEqual(defaultAtVersion(gate, version), { enabled: false, stage: 'ALPHA', beyondTable: false });
       const role = plain(
         await cluster.objects.read({ apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'ClusterRole', metadata: { name: 'tolerator' } }),
       ) as Manifest & { rules: { nonResourceURLs?: string[] }[] };
@@ -319,7 +336,10 @@ describe('Gt/Lt through kube-apiserver: the gate on, then turned off under store
       agent.destroy();
       assert.equal(readyz.status, 200, readyz.body);
       const lines = readyz.body.split('\n');
-      assert.ok(lines.includes(`feature gate ${gate}=false source=cluster-version (v1.35: alpha default)`), readyz.body);
+      assert.ok(
+        lines.includes(`feature gate ${gate}=false source=cluster-version (v${formatVersion(version)}: alpha default)`),
+        readyz.body,
+      );
       assert.match(readyz.body, /\/metrics: GET \/metrics: HTTP 403 /);
       const answer = await refusal(createObject(cluster.objects, pod('after-grant-lost', [gt('5')]), 'All'));
       assert.equal(

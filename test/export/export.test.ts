@@ -7,8 +7,9 @@
  * TenancyPolicy (golden), and the refusal of every other policy shape.
  *
  * After a deliberate change to the output: npm run -s tolerator -- export --kubernetes-version
- * 1.35 > test/fixtures/export/default-1.35.yaml (and 1.36), and for tenancy-1.36.yaml the same with
- * --policies DIR, DIR holding only policies/dedicated-by-namespace-label.yaml; review the diff.
+ * 1.35 > test/fixtures/export/default-1.35.yaml (and 1.36, 1.37), and for tenancy-1.36.yaml the
+ * same with --policies DIR, DIR holding only policies/dedicated-by-namespace-label.yaml; review the
+ * diff.
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -65,7 +66,7 @@ function mutatingExpression(settings: Partial<ExportSettings>): string {
 }
 
 describe('tolerator export', () => {
-  for (const version of ['1.35', '1.36'] as const) {
+  for (const version of ['1.35', '1.36', '1.37'] as const) {
     it(`writes the golden manifests for the default flags, Kubernetes ${version}`, async () => {
       const { code, stdout, stderr } = await runCommand(exportCommand, ['--kubernetes-version', version]);
       assert.equal(stderr, '');
@@ -148,6 +149,23 @@ describe('tolerator export', () => {
   it('follows PodLevelResources in the QoS class, as the webhook does', () => {
     assert.match(mutatingExpression({}), /has\(object\.spec\.resources\)/);
     assert.doesNotMatch(mutatingExpression({ gates: { ...defaultFeatureGates, PodLevelResources: false } }), /object\.spec\.resources/);
+  });
+
+  it("follows PodLevelResourcesFixKubeletQOSClass at the version's default: from 1.37 a spec.resources naming no cpu, memory or hugepages leaves the class to the containers", async () => {
+    const podLevelSet =
+      "has(object.spec.resources) && (object.spec.resources.?requests.orValue({}).exists(n, n == 'cpu' || n == 'memory' || n.startsWith('hugepages-'))";
+    const exported = async (version: string): Promise<string> =>
+      (await runCommand(exportCommand, ['--kubernetes-version', version])).stdout;
+    assert.ok(!(await exported('1.35')).includes(podLevelSet), '1.35: the gate does not exist');
+    assert.ok(!(await exported('1.36')).includes(podLevelSet), '1.36: the gate does not exist');
+    assert.ok((await exported('1.37')).includes(podLevelSet), '1.37: beta, on by default');
+    const off = await runCommand(exportCommand, [
+      '--kubernetes-version',
+      '1.37',
+      '--feature-gates',
+      'PodLevelResourcesFixKubeletQOSClass=false',
+    ]);
+    assert.ok(!off.stdout.includes(podLevelSet), '--feature-gates turns it off');
   });
 
   it('refuses, with exit 2 and the reason, what it cannot reproduce: PodNodeSelector, cluster toleration lists, tenancy policies', async () => {

@@ -100,6 +100,20 @@ describe('the feature gate source', () => {
     source.stop();
   });
 
+  it("reports the server's version from /version, keeps it when a later read gets none, and takes an upgrade's", async () => {
+    const { logger } = recorder();
+    const cluster = scripted(report({}, 36), report(undefined, undefined, { versionProblem: 'GET /version: HTTP 503' }), report({}, 37));
+    const source = startFeatureGateSource({ explicit: {}, read: cluster.read, logger, ...quiet });
+    assert.equal(source.serverVersion(), undefined, 'nothing read yet');
+    await source.refresh();
+    assert.deepEqual(source.serverVersion(), { major: 1, minor: 36 });
+    await source.refresh();
+    assert.deepEqual(source.serverVersion(), { major: 1, minor: 36 }, 'a failed read is not a new version');
+    await source.refresh();
+    assert.deepEqual(source.serverVersion(), { major: 1, minor: 37 });
+    source.stop();
+  });
+
   it('follows a gate that flips between two reads, logging the change once', async () => {
     const { lines, logger } = recorder();
     const cluster = scripted(

@@ -239,6 +239,76 @@ describe('TolerationValidation: pod UPDATE', () => {
   });
 });
 
+describe('TolerationValidation: an error repeated on pod UPDATE, per Kubernetes version', () => {
+  // Vectors: kube-apiserver v1.36.3 and v1.37.2, the causes of a PUT of a pod stored with one
+  // Exists toleration (the gate off), as each answered it.
+  const keyError =
+    "Invalid value: \"bad key\": name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  const exists: Toleration = { key: 'k', operator: 'Exists' };
+  const rows: { name: string; new: JsonObject; old: JsonObject; v136: string[]; v137: string[] }[] = [
+    {
+      name: 'an added Gt',
+      new: pod([exists, { key: 'g', operator: 'Gt', value: '5', effect: 'NoSchedule' }]),
+      old: pod([exists]),
+      v136: [
+        `spec.tolerations[1].operator: Unsupported value: "Gt": ${allFour}`,
+        `spec.tolerations[1].operator: Unsupported value: "Gt": ${allFour}`,
+      ],
+      v137: [`spec.tolerations[1].operator: Unsupported value: "Gt": ${allFour}`],
+    },
+    {
+      name: 'two bad tolerations added: the repeats follow the first pass, in its order',
+      new: pod([exists, { key: 'bad key', operator: 'Exists' }, { key: 'k2', operator: 'Exists', value: 'v' }]),
+      old: pod([exists]),
+      v136: [
+        `spec.tolerations[1].key: ${keyError}`,
+        'spec.tolerations[2].operator: Invalid value: "v": value must be empty when `operator` is \'Exists\'',
+        `spec.tolerations[1].key: ${keyError}`,
+        'spec.tolerations[2].operator: Invalid value: "v": value must be empty when `operator` is \'Exists\'',
+      ],
+      v137: [
+        `spec.tolerations[1].key: ${keyError}`,
+        'spec.tolerations[2].operator: Invalid value: "v": value must be empty when `operator` is \'Exists\'',
+      ],
+    },
+    {
+      name: 'a bad tolerations annotation (validated on UPDATE twice too)',
+      new: pod([exists], { [annotationKey]: '[{"key":"bad key","operator":"Exists"}]' }),
+      old: pod([exists]),
+      v136: [`metadata.annotations.${annotationKey}[0].key: ${keyError}`, `metadata.annotations.${annotationKey}[0].key: ${keyError}`],
+      v137: [`metadata.annotations.${annotationKey}[0].key: ${keyError}`],
+    },
+    {
+      name: 'a modified toleration that is also bad: two different errors, kept on every version',
+      new: pod([{ key: 'bad key', operator: 'Exists' }]),
+      old: pod([exists]),
+      v136: [
+        `spec.tolerations[0].key: ${keyError}`,
+        'spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds',
+      ],
+      v137: [
+        `spec.tolerations[0].key: ${keyError}`,
+        'spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds',
+      ],
+    },
+  ];
+  const causes = (row: (typeof rows)[number], serverVersion: PluginContext['serverVersion']): string[] => {
+    const attrs = attributes(podResource, 'UPDATE', row.new, row.old);
+    const denial = plugin.validate(row.new, attrs, { ...context(false), serverVersion }).denial;
+    assert.ok(denial?.reason === 'Invalid');
+    return denial.errors.map(errorMessage);
+  };
+  for (const row of rows) {
+    it(`${row.name}: 1.35 and 1.36 list each repeat, 1.37 each error once; no version known is 1.35's`, () => {
+      assert.deepEqual(causes(row, { major: 1, minor: 35 }), row.v136);
+      assert.deepEqual(causes(row, { major: 1, minor: 36 }), row.v136);
+      assert.deepEqual(causes(row, { major: 1, minor: 37 }), row.v137);
+      assert.deepEqual(causes(row, { major: 1, minor: 38 }), row.v137);
+      assert.deepEqual(causes(row, undefined), row.v136);
+    });
+  }
+});
+
 describe('TolerationValidation: pod templates', () => {
   const bad: Toleration[] = [{ key: 'k', operator: 'Gt', value: '5' }];
   const withTemplate = (path: string[], tolerations: Toleration[], annotations?: Record<string, string>): JsonObject => {

@@ -67,3 +67,62 @@ describe('a review worker answers every golden review exactly as the main thread
     });
   }
 });
+
+describe("a review worker decides with the server's version, as the main thread does", { timeout: 120_000 }, () => {
+  // A pod UPDATE adding a Gt toleration with the gate off: the error found twice upstream, listed
+  // twice in the causes through 1.36 and once from 1.37 (src/plugins/toleration-validation.ts).
+  const pod = (tolerations: unknown[]): unknown => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'web', namespace: 'default' },
+    spec: { containers: [{ name: 'c', image: 'nginx' }], tolerations },
+  });
+  const exists = { key: 'k', operator: 'Exists' };
+  const review = JSON.stringify({
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: 'f2b7c1de-0000-4000-8000-000000000137',
+      kind: { group: '', version: 'v1', kind: 'Pod' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      name: 'web',
+      namespace: 'default',
+      operation: 'UPDATE',
+      userInfo: { username: 'admin' },
+      object: pod([exists, { key: 'g', operator: 'Gt', value: '5', effect: 'NoSchedule' }]),
+      oldObject: pod([exists]),
+    },
+  });
+  for (const [minor, causes] of [
+    [36, 2],
+    [37, 1],
+  ] as const) {
+    it(`1.${minor}: ${causes} cause(s), on both threads`, async () => {
+      const settings = readAdmissionSettings(parseFlags([], admissionFlags));
+      const tenancy = startTenancy(undefined, silentLogger, undefined, false);
+      const serverVersion = () => ({ major: 1, minor });
+      const pipeline = pipelineFor(settings, emptyClusterFacts, tenancy.current, () => settings.gates, serverVersion);
+      const pool = await startReviewPool({
+        workers: 1,
+        heapMib: 160,
+        settings,
+        clusterFacts: emptyClusterFacts,
+        policies: tenancy.current,
+        gates: () => settings.gates,
+        serverVersion,
+        logger: silentLogger,
+        now: () => performance.now(),
+      });
+      try {
+        const here = await outcome(() => answerReview('validate', Buffer.from(review), pipeline));
+        const there = await outcome(() => pool.review('validate', Buffer.from(review), performance.now() + 60_000));
+        assert.deepEqual(there, here);
+        assert.ok('payload' in here);
+        const answer = JSON.parse(here.payload) as { response: { status: { details: { causes: unknown[] } } } };
+        assert.equal(answer.response.status.details.causes.length, causes);
+      } finally {
+        await pool.close();
+      }
+    });
+  }
+});

@@ -4,7 +4,9 @@
  * tsx, with the regexp flag `npm start` uses, on a free port of the loopback address.
  */
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest, type Agent } from 'node:https';
+import { availableParallelism, loadavg } from 'node:os';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..', '..');
@@ -65,6 +67,40 @@ export interface ServedProcess {
 }
 
 /**
+ * How long startServe waits for `tolerator serving`: 120 s. It is a hang detector, not a speed
+ * test, so it must not fire on a machine that is merely busy.
+ *
+ * What it waits for: node starting, tsx loading the sources (in the main thread and again in each
+ * review worker), the certificate files, and with --kubeconfig the informers' first lists and
+ * the first GET /metrics through kube-apiserver. Measured with the development certificate and
+ * no cluster, at a load average of 2.5 on 2 cores: 1.3 s wall and 1.7 s of CPU with tsx's cache
+ * warm, 2.9 s wall and 2.3 s of CPU (plus esbuild's own) with it cold.
+ *
+ * Under a load average L on C cores a CPU-bound process gets about C / (L + 1) of a core: at the
+ * load of 30 seen on a shared 2-core machine running several control planes, 1/15.5 of a core,
+ * so the warm start takes about 26 s and the cold one about 45 s, before kube-apiserver's own
+ * answers, which the same load slows. The former 30 s deadline failed there. 120 s covers a cold
+ * start at load 30 with a margin of 2.5 (a warm one up to a load of about 140), and a start that
+ * never comes is still reported within 2 minutes, with the CPU it used and the load, so the
+ * failure says whether the child was starved or stuck. The e2e hooks that start tolerator stay
+ * within node's --test-timeout with it (test/cluster/run-suite.ts adds up the deadlines).
+ */
+export const serveStartDeadlineMs = 120_000;
+
+/** The CPU time `pid` has used (all its threads), from /proc: undefined where there is no /proc. */
+function cpuSecondsOf(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    // /proc/PID/stat: fields 14 and 15 (utime, stime) in clock ticks, counted after the `)` that
+    // ends the command name (which may itself hold spaces). USER_HZ is 100 on every Linux ABI.
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * Starts `tolerator serve` with `args` and resolves once it logs the port it serves on. Its stdout
  * is read to the end (every review logs a line: an unread pipe would fill and block the server),
  * each line kept in `logs`; stderr is drained.
@@ -76,10 +112,13 @@ export function startServe(args: readonly string[]): Promise<ServedProcess> {
   child.stderr.resume();
   return new Promise<ServedProcess>((resolve, reject) => {
     const timer = setTimeout(() => {
+      const cpu = cpuSecondsOf(child.pid);
       // Not left running: its pipes would keep the test file's process alive for ever.
       child.kill('SIGKILL');
-      reject(new Error(`serve did not start within 30 s: ${JSON.stringify(logs)}`));
-    }, 30_000);
+      const used = cpu === undefined ? 'its CPU time unknown' : `having used ${cpu.toFixed(1)} s of CPU`;
+      const load = `load average ${loadavg()[0]!.toFixed(1)} on ${availableParallelism()} cores`;
+      reject(new Error(`serve did not start within ${serveStartDeadlineMs / 1000} s (${used}; ${load}): ${JSON.stringify(logs)}`));
+    }, serveStartDeadlineMs);
     child.stdout.on('data', (chunk: Buffer) => {
       buffered += chunk.toString('utf8');
       let newline;
