@@ -71,6 +71,8 @@ const { values: flags } = parseArgs({
     baseline: { type: 'string' },
   },
 });
+/** Where bench/RESULTS.md's hand-kept part starts: a full run rewrites what is above it only. */
+const keptByHandMarker = '<!-- kept by hand';
 const aloneSections = ['worst', 'audit', 'e2e', 'regex', 'patch', 'starvation', 'scale'];
 if (flags.only !== undefined && !aloneSections.includes(flags.only)) {
   throw new Error(`--only ${flags.only}: the sections that run alone are ${aloneSections.map((name) => `"${name}"`).join(', ')}`);
@@ -990,7 +992,11 @@ async function main(): Promise<void> {
     await load.close();
     rmSync(dir, { recursive: true, force: true });
   }
-  writeFileSync(join(root, 'bench', 'RESULTS.md'), `${lines.join('\n')}\n`);
+  // Sections measured by hand (or by a test) stay: everything from the kept-by-hand marker on.
+  const resultsFile = join(root, 'bench', 'RESULTS.md');
+  const previous = existsSync(resultsFile) ? readFileSync(resultsFile, 'utf8') : '';
+  const kept = previous.indexOf(keptByHandMarker);
+  writeFileSync(resultsFile, `${lines.join('\n')}\n${kept === -1 ? '' : `\n${previous.slice(kept)}`}`);
   note('wrote bench/RESULTS.md');
 }
 
