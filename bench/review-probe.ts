@@ -48,7 +48,8 @@ const load = async (module: string): Promise<Record<string, unknown>> =>
 const built = {
   ...(await load('cli/flags.js')),
   ...(await load('cli/options.js')),
-  ...(await load('cli/runtime.js')),
+  ...(await load('admission/pipeline-settings.js')),
+  ...(await load('server/tenancy-policies.js')),
   ...(await load('kube/cluster-state-file.js')),
   ...(await load('admission/review.js')),
   ...(await load('admission/response.js')),

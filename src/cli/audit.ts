@@ -27,11 +27,11 @@ import { isJsonObject } from '../api/types.js';
 import { stringify } from 'yaml';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
 import { emptyPolicySet } from '../tenancy/policy-set.js';
-import { podsAsOnePage, runAudit, type PodPages } from './audit-run.js';
+import { podsAsOnePage, runAudit, type PodPages } from '../server/audit-run.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { loadPolicies } from './runtime.js';
+import { loadPolicies } from '../server/tenancy-policies.js';
 
 /**
  * The webhooks' namespaceSelector in deploy/base (mutating-webhook.yaml and validating-webhook.yaml):

@@ -14,7 +14,7 @@ import { emptyPodNodeSelectorConfig } from '../scheduling/namespace-node-selecto
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { loadPolicies } from './runtime.js';
+import { loadPolicies } from '../server/tenancy-policies.js';
 
 export const exportFlags = {
   ...admissionFlags,

@@ -5,13 +5,10 @@
  */
 import { Command, CommanderError, Option } from 'commander';
 import { parseInt64 } from '../api/go-strconv.js';
+import { UsageError } from '../server/usage-error.js';
 
-export class UsageError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'UsageError';
-  }
-}
+// Every command imports UsageError with its flags; it lives below the CLI because the server throws it too.
+export { UsageError };
 
 export type FlagKind = 'string' | 'boolean' | 'int';
 

@@ -4,6 +4,7 @@
  * files say is parsed by the pure modules.
  */
 import { readFileSync } from 'node:fs';
+import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import {
   defaultFeatureGates,
   featureGateNames,
@@ -14,10 +15,9 @@ import {
 } from '../api/feature-gates.js';
 import { parseAdmissionConfig } from '../plugins/admission-config.js';
 import { defaultTolerationSeconds } from '../plugins/default-toleration-seconds.js';
-import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-restriction.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { defaultOffPlugins, selectPlugins } from '../plugins/registry.js';
-import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
+import { emptyPodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 import { parseBool, parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
 export const admissionFlags = {
@@ -50,20 +50,6 @@ export const admissionFlags = {
   policies: { kind: 'string', placeholder: 'DIR', help: 'directory of TenancyPolicy documents (reloaded when it changes)' },
   'cluster-state': { kind: 'string', placeholder: 'FILE', help: 'Namespace and Node manifests to decide from, instead of a cluster' },
 } as const satisfies Record<string, FlagSpec>;
-
-export interface AdmissionSettings {
-  /** The gates as the flag and the built-in defaults set them: what the offline commands decide with. */
-  readonly gates: FeatureGates;
-  /** The gates `--feature-gates` names; `serve` with a cluster reads the others from it. */
-  readonly explicitGates: ExplicitFeatureGates;
-  readonly enabled: readonly PluginName[];
-  readonly notReadySeconds: number;
-  readonly unreachableSeconds: number;
-  readonly podTolerationRestriction: PodTolerationRestrictionConfig;
-  readonly podNodeSelector: PodNodeSelectorConfig;
-  readonly policiesDir: string | undefined;
-  readonly clusterStateFile: string | undefined;
-}
 
 /**
  * What the settings configure that nothing will use, as warnings for the log: a PodNodeSelector

@@ -44,7 +44,9 @@ import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { loadPolicies, offlineClusterFacts, pipelineFor } from './runtime.js';
+import { pipelineFor } from '../admission/pipeline-settings.js';
+import { loadPolicies } from '../server/tenancy-policies.js';
+import { offlineClusterFacts } from './runtime.js';
 import { isJsonObject } from '../api/types.js';
 
 // ---------------------------------------------------------------------------------------------

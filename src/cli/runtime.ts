@@ -1,82 +1,17 @@
 /**
- * What every command builds from its settings: the admission pipeline, the tenancy policy source
- * (`--policies`) and, for the offline commands, the cluster state (`--cluster-state`). Shared by
- * `serve`, the offline commands and the tests, so all of them decide with the same code and
- * refuse the same broken inputs with the same message.
+ * What an offline command builds from its settings: the cluster state (`--cluster-state`) and the
+ * pipeline it decides with, `--policies` loaded once. The pipeline itself is built as `serve`
+ * builds it (src/admission/pipeline-settings.ts), and the policies are loaded as `serve` loads them
+ * (src/server/tenancy-policies.ts), so every command refuses the same broken inputs with the same
+ * message.
  */
-import type { Logger } from 'pino';
 import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
-import type { KubernetesVersion } from '../api/feature-gate-history.js';
-import type { FeatureGates } from '../api/feature-gates.js';
-import { createPipeline, type Pipeline } from '../admission/pipeline.js';
-import type { Metrics } from '../http/metrics.js';
+import type { Pipeline } from '../admission/pipeline.js';
+import { pipelineFor, type AdmissionSettings } from '../admission/pipeline-settings.js';
 import { parseClusterState, staticClusterFacts, type ClusterState } from '../kube/cluster-state-file.js';
-import { createDedicatedNodes } from '../plugins/dedicated-nodes.js';
-import { buildPlugins } from '../plugins/registry.js';
-import { loadPolicyDirectory, watchPolicyDirectory } from '../tenancy/policy-directory.js';
-import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
-import { formatPolicyLoadError } from '../tenancy/policy.js';
-import { UsageError } from './flags.js';
+import { startTenancy } from '../server/tenancy-policies.js';
+import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandIo } from './command.js';
-import type { AdmissionSettings } from './options.js';
-
-export interface Tenancy {
-  readonly current: () => PolicySet;
-  readonly healthy: () => boolean;
-  readonly close: () => void;
-}
-
-/** Loads `--policies DIR` and keeps it current; a broken reload keeps the last good set. */
-export function startTenancy(dir: string | undefined, logger: Logger, metrics: Metrics | undefined, watchForChanges: boolean): Tenancy {
-  if (dir === undefined) {
-    return { current: () => emptyPolicySet, healthy: () => true, close: () => undefined };
-  }
-  // At startup there is no last good set to fall back on: refuse to start rather than serve
-  // without the tenancy guarantee the operator asked for.
-  let current = loadPolicies(dir);
-  let healthy = true;
-  metrics?.policiesLoaded.set(current.policies.length);
-  logger.info({ dir, policies: current.policies.map((policy) => policy.name) }, 'tenancy policies loaded');
-  logCautions(logger, dir, current);
-  if (!watchForChanges) {
-    return { current: () => current, healthy: () => healthy, close: () => undefined };
-  }
-  const watcher = watchPolicyDirectory(dir, {
-    onLoad: (set) => {
-      current = set;
-      healthy = true;
-      metrics?.policiesLoaded.set(set.policies.length);
-      logger.info({ dir, policies: set.policies.map((policy) => policy.name) }, 'tenancy policies reloaded');
-      logCautions(logger, dir, set);
-    },
-    onError: (errors) => {
-      healthy = false;
-      metrics?.policyLoadErrors.inc();
-      logger.error({ dir, errors: errors.map(formatPolicyLoadError) }, 'tenancy policies not reloaded; the last good set keeps serving');
-    },
-  });
-  return {
-    current: () => current,
-    healthy: () => healthy,
-    close: () => {
-      watcher.close();
-    },
-  };
-}
-
-/**
- * Reads `--policies DIR` once, or throws a UsageError naming every policy that does not load: no
- * command decides without the tenancy guarantee the operator asked for. `separator` joins the
- * errors: one a line for `serve`, `review` and `explain`; `simulate` and `test` report each
- * problem on one line of their own output, so they pass '; '.
- */
-export function loadPolicies(dir: string, separator = '\n  '): PolicySet {
-  const loaded = loadPolicyDirectory(dir);
-  if (loaded.errors.length > 0) {
-    throw new UsageError(`--policies ${dir}: ${loaded.errors.map(formatPolicyLoadError).join(separator)}`);
-  }
-  return loaded.set;
-}
 
 /**
  * Reads a cluster-state file for an offline command (`--cluster-state`, or simulate's `--nodes`).
@@ -113,34 +48,4 @@ export function offlinePipeline(
   });
   const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
   return { pipeline: pipelineFor(settings, clusterFacts, tenancy.current), policies: tenancy.current };
-}
-
-/** A policy that loads but lets tenants decide for themselves is served, and said so in the log, each time it loads. */
-function logCautions(logger: Logger, dir: string, set: PolicySet): void {
-  for (const policy of set.policies) {
-    for (const caution of policy.cautions) {
-      logger.warn({ dir, policy: policy.name, file: policy.file }, caution);
-    }
-  }
-}
-
-/**
- * The pipeline of a command. `gates` is the flag's value (`settings.gates`) unless given: `serve`
- * passes its gate source, read once per review.
- */
-export function pipelineFor(
-  settings: AdmissionSettings,
-  clusterFacts: ClusterFacts,
-  policies: () => PolicySet,
-  gates: () => FeatureGates = () => settings.gates,
-  serverVersion?: () => KubernetesVersion | undefined,
-): Pipeline {
-  const plugins = buildPlugins({
-    enabled: settings.enabled,
-    defaultTolerationSeconds: { notReadySeconds: settings.notReadySeconds, unreachableSeconds: settings.unreachableSeconds },
-    podTolerationRestriction: settings.podTolerationRestriction,
-    podNodeSelector: settings.podNodeSelector,
-    dedicatedNodes: createDedicatedNodes(policies),
-  });
-  return createPipeline({ ...plugins, gates, clusterFacts, ...(serverVersion === undefined ? {} : { serverVersion }) });
 }

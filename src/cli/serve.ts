@@ -22,7 +22,7 @@ import {
   readAdmissionSettings,
   unusedConfigurationWarnings,
 } from './options.js';
-import { parseAuditInterval } from './periodic-audit.js';
+import { parseAuditInterval } from '../server/periodic-audit.js';
 
 export const logLevels = ['debug', 'info', 'warn', 'error'] as const;
 

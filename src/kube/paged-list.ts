@@ -78,7 +78,7 @@ export interface PageHandlers {
 /**
  * 3 restarts: kube-apiserver compacts etcd every 5 minutes (--etcd-compaction-interval), and a
  * token expires only when a compaction passes its revision. The server's audit lists 50,000 pods
- * in under 2 minutes at its rate bound (src/cli/periodic-audit.ts), so at most one compaction
+ * in under 2 minutes at its rate bound (src/server/periodic-audit.ts), so at most one compaction
  * falls within a list and one restart is what a healthy cluster needs; a list that loses its
  * token three times in a row cannot finish between compactions, and starting it again and again
  * would only load the API server: the run fails and the next interval tries again.

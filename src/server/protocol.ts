@@ -8,7 +8,7 @@ import type { WebhookSide } from '../admission/pipeline.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Namespace, Node } from '../api/types.js';
-import type { AdmissionSettings } from '../cli/options.js';
+import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import type { ReviewSummary } from '../admission/run-review.js';
 import type { PolicySource } from '../tenancy/policy-set.js';
 import type { NodeDelta } from './node-mirror.js';

@@ -27,7 +27,7 @@ import { AdmissionError } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { AdmissionSettings } from '../cli/options.js';
+import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import type { ReviewAnswer, ReviewRunner } from '../admission/run-review.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import { emptySentNodes, nodeDelta, type SentNodes } from './node-mirror.js';

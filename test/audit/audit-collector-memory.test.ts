@@ -19,7 +19,7 @@ import {
 import { AuditCollector, violationCounts, type AuditResult } from '../../src/audit/audit-summary.js';
 import { buildPolicyReports, maxResultsPerReport, reportApis } from '../../src/audit/policy-reports.js';
 import { SmallestPerNamespace } from '../../src/audit/smallest-per-namespace.js';
-import { podsAsOnePage, runAudit } from '../../src/cli/audit-run.js';
+import { podsAsOnePage, runAudit } from '../../src/server/audit-run.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
 import { allPluginNames } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';

@@ -37,7 +37,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as k8s from '@kubernetes/client-node';
-import { loadPolicies } from '../../src/cli/runtime.js';
+import { loadPolicies } from '../../src/server/tenancy-policies.js';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import {

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import type * as k8s from '@kubernetes/client-node';
-import { loadPolicies } from '../../src/cli/runtime.js';
+import { loadPolicies } from '../../src/server/tenancy-policies.js';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { startControlPlane, type ControlPlane } from '../cluster/control-plane.js';
 import {

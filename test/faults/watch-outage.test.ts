@@ -16,7 +16,7 @@ import { parseAdmissionReview } from '../../src/admission/review.js';
 import type { Toleration } from '../../src/api/types.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
-import { pipelineFor } from '../../src/cli/runtime.js';
+import { pipelineFor } from '../../src/admission/pipeline-settings.js';
 import { startInformers } from '../../src/kube/informers.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
 import { FakeApiServer } from '../support/fake-api-server.js';

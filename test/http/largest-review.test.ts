@@ -12,7 +12,7 @@ import { after, describe, it } from 'node:test';
 import request from 'supertest';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
-import { startTenancy } from '../../src/cli/runtime.js';
+import { startTenancy } from '../../src/server/tenancy-policies.js';
 import { createApp } from '../../src/http/app.js';
 import {
   envelopeBytes,

@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import type { AuditSettings } from '../../src/audit/audit-rules.js';
-import { auditPace, createPeriodicAudit, type AuditPace } from '../../src/cli/periodic-audit.js';
+import { auditPace, createPeriodicAudit, type AuditPace } from '../../src/server/periodic-audit.js';
 import { createMetrics, type Metrics } from '../../src/http/metrics.js';
 import { createApiRequest } from '../../src/kube/api-requests.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';

@@ -11,7 +11,7 @@ import request from 'supertest';
 import { emptyClusterFacts } from '../../src/admission/cluster-facts.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
-import { pipelineFor } from '../../src/cli/runtime.js';
+import { pipelineFor } from '../../src/admission/pipeline-settings.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
 import { createApp } from '../../src/http/app.js';
 import { createMetrics } from '../../src/http/metrics.js';

@@ -20,7 +20,7 @@ import { defaultFeatureGates, type FeatureGates } from '../../src/api/feature-ga
 import type { JsonObject, Pod } from '../../src/api/types.js';
 import { auditPod, type AuditSettings } from '../../src/audit/audit-rules.js';
 import { admitObject } from '../../src/cli/policy-test.js';
-import { pipelineFor } from '../../src/cli/runtime.js';
+import { pipelineFor } from '../../src/admission/pipeline-settings.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';

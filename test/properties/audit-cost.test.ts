@@ -17,7 +17,7 @@ import { runInNewContext } from 'node:vm';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import type { JsonObject, Namespace, Node, Pod, Toleration } from '../../src/api/types.js';
 import { auditPod, type AuditSettings } from '../../src/audit/audit-rules.js';
-import { podsAsOnePage, runAudit } from '../../src/cli/audit-run.js';
+import { podsAsOnePage, runAudit } from '../../src/server/audit-run.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
 import { allPluginNames } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';

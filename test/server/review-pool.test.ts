@@ -11,7 +11,7 @@ import { AdmissionError } from '../../src/admission/errors.js';
 import type { Namespace, Node } from '../../src/api/types.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
-import { loadPolicies } from '../../src/cli/runtime.js';
+import { loadPolicies } from '../../src/server/tenancy-policies.js';
 import { startReviewPool, type ReviewPool, type ReviewPoolOptions } from '../../src/server/review-pool.js';
 import { emptyPolicySet, type PolicySet } from '../../src/tenancy/policy-set.js';
 import { policySetFromSources } from '../../src/tenancy/policy-directory.js';

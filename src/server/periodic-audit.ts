@@ -1,6 +1,6 @@
 /**
  * The periodic audit of `tolerator serve --audit-interval DURATION`: every interval, the cluster's
- * pods are listed page by page and judged by the audit rules (src/cli/audit-run.ts, the same run
+ * pods are listed page by page and judged by the audit rules (src/server/audit-run.ts, the same run
  * as `tolerator audit`), and the result is published as metrics and, when their CRD is installed,
  * as policy reports.
  *

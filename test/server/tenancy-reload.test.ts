@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { pino } from 'pino';
 import { logFormat } from '../../src/http/log-format.js';
-import { startTenancy } from '../../src/cli/runtime.js';
+import { startTenancy } from '../../src/server/tenancy-policies.js';
 import { createMetrics } from '../../src/http/metrics.js';
 
 async function waitFor(condition: () => boolean | Promise<boolean>, what: string): Promise<void> {
