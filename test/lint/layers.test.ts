@@ -1,7 +1,7 @@
 /**
  * The layer rules of eslint.layers.js refuse what they are meant to refuse: the real rule set,
- * applied to code placed (by file path) in a pure folder. Type-aware rules are left out, so the
- * code need not be part of the TypeScript project.
+ * applied to code placed (by file path) in a pure folder or an edge folder. Type-aware rules are
+ * left out, so the code need not be part of the TypeScript project.
  */
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
@@ -50,6 +50,36 @@ describe('the linter holds the layers', () => {
       name: 'a plugin importing tolerations (downward)',
       file: 'src/plugins/downward.ts',
       code: "import { mergeTolerations } from '../tolerations/merge.js';\nexport const x = mergeTolerations;\n",
+      want: undefined,
+    },
+    {
+      name: 'the server importing the CLI',
+      file: 'src/server/upward.ts',
+      code: "import { readAdmissionSettings } from '../cli/options.js';\nexport const x = readAdmissionSettings;\n",
+      want: /imports point one way \(docs\/architecture.md\): src\/server never imports a layer above it/,
+    },
+    {
+      name: 'the server importing the entry point',
+      file: 'src/server/upward.ts',
+      code: "import '../main.js';\n",
+      want: /src\/server never imports a layer above it/,
+    },
+    {
+      name: 'the HTTP app importing the server',
+      file: 'src/http/upward.ts',
+      code: "import { startServer } from '../server/start-server.js';\nexport const x = startServer;\n",
+      want: /src\/http never imports a layer above it/,
+    },
+    {
+      name: 'the admission code importing the Kubernetes client folder',
+      file: 'src/admission/upward.ts',
+      code: "import { listInPages } from '../kube/paged-list.js';\nexport const x = listInPages;\n",
+      want: /src\/admission never imports a layer above it/,
+    },
+    {
+      name: 'the server importing the admission code (downward)',
+      file: 'src/server/downward.ts',
+      code: "import { pipelineFor } from '../admission/pipeline-settings.js';\nexport const x = pipelineFor;\n",
       want: undefined,
     },
     {
