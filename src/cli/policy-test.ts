@@ -36,10 +36,9 @@ import { diffArrays } from 'diff';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { JsonObject } from '../api/types.js';
 import { AdmissionError } from '../admission/errors.js';
-import { jsonEqual, type JsonPatchOperation } from '../admission/json-patch-diff.js';
-import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
-import { parseAdmissionReview } from '../admission/review.js';
-import { offlineReview } from '../plugins/admission-request.js';
+import { admitObject, type AdmissionRun } from '../admission/admit-object.js';
+import { jsonEqual } from '../admission/json-patch-diff.js';
+import type { WebhookSide } from '../admission/pipeline.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { parseFlags, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
@@ -48,73 +47,6 @@ import { pipelineFor } from '../admission/pipeline-settings.js';
 import { loadPolicies } from '../server/tenancy-policies.js';
 import { offlineClusterFacts } from './runtime.js';
 import { isJsonObject } from '../api/types.js';
-
-// ---------------------------------------------------------------------------------------------
-// Running one object through the pipeline (shared with `tolerator simulate --mutate`)
-
-export interface AdmissionRun {
-  readonly allowed: boolean;
-  /** The object after the patch (the object itself when nothing changed or when denied). */
-  readonly object: JsonObject;
-  readonly message: string | undefined;
-  readonly warnings: readonly string[];
-}
-
-export interface AdmissionInput {
-  readonly object: JsonObject;
-  readonly oldObject?: JsonObject | undefined;
-  readonly operation: 'CREATE' | 'UPDATE';
-  readonly namespace: string;
-  readonly sides: readonly WebhookSide[];
-  /** request.userInfo as the API server would send it; by default an anonymous user with no groups. */
-  readonly userInfo?: JsonObject | undefined;
-}
-
-/** Builds the AdmissionReview the API server would send for `object`, runs it, applies the patch. */
-export async function admitObject(pipeline: Pipeline, input: AdmissionInput): Promise<AdmissionRun> {
-  const { object } = input;
-  const review = offlineReview(input, 'tolerator-offline', input.userInfo);
-  const parsed = parseAdmissionReview(JSON.stringify(review));
-  const { decision } = await pipeline.review(parsed, input.sides);
-  const patched = decision.allowed && decision.patch !== undefined ? applyJsonPatch(object, decision.patch) : object;
-  return { allowed: decision.allowed, object: patched as JsonObject, message: decision.status?.message, warnings: decision.warnings ?? [] };
-}
-
-/**
- * Applies the patches the pipeline produces (src/admission/json-patch-diff.ts: add, replace and
- * remove, array additions at the end, removals from the end) to a copy of `document`.
- */
-export function applyJsonPatch(document: unknown, patch: readonly JsonPatchOperation[]): unknown {
-  let root = structuredClone(document);
-  for (const operation of patch) {
-    const tokens = operation.path
-      .split('/')
-      .slice(1)
-      .map((token) => token.replaceAll('~1', '/').replaceAll('~0', '~'));
-    const last = tokens.pop();
-    if (last === undefined) {
-      root = operation.op === 'remove' ? undefined : structuredClone(operation.value);
-      continue;
-    }
-    let parent: unknown = root;
-    for (const token of tokens) {
-      parent = (parent as Record<string, unknown>)[token];
-    }
-    if (Array.isArray(parent)) {
-      const index = Number(last);
-      if (operation.op === 'add') parent.splice(index, 0, structuredClone(operation.value));
-      else if (operation.op === 'replace') parent[index] = structuredClone(operation.value);
-      else parent.splice(index, 1);
-    } else if (parent !== null && typeof parent === 'object') {
-      const record = parent as Record<string, unknown>;
-      if (operation.op === 'remove') Reflect.deleteProperty(record, last);
-      else record[last] = structuredClone(operation.value);
-    } else {
-      throw new Error(`cannot apply ${operation.op} at ${operation.path}: no such parent`);
-    }
-  }
-  return root;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Cases

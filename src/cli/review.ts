@@ -9,7 +9,7 @@ import { runReview } from '../admission/run-review.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
-import { applyJsonPatch } from './policy-test.js';
+import { applyJsonPatch } from '../admission/json-patch-apply.js';
 import { offlinePipeline } from './runtime.js';
 
 export const reviewFlags = {

@@ -26,7 +26,7 @@ import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import { admissionFlags, readAdmissionSettings } from './options.js';
 import type { CommandDefinition, CommandIo } from './command.js';
-import { admitObject } from './policy-test.js';
+import { admitObject } from '../admission/admit-object.js';
 import { pipelineFor } from '../admission/pipeline-settings.js';
 import { loadPolicies } from '../server/tenancy-policies.js';
 import { readClusterState } from './runtime.js';

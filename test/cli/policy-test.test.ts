@@ -3,7 +3,8 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync, copyFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { applyJsonPatch, lineDiff, testCommand } from '../../src/cli/policy-test.js';
+import { applyJsonPatch } from '../../src/admission/json-patch-apply.js';
+import { lineDiff, testCommand } from '../../src/cli/policy-test.js';
 import { runCommand, type CommandResult } from '../support/command-io.js';
 
 const root = join(import.meta.dirname, '..', '..');

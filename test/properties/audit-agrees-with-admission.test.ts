@@ -19,7 +19,7 @@ import fc from 'fast-check';
 import { defaultFeatureGates, type FeatureGates } from '../../src/api/feature-gates.js';
 import type { JsonObject, Pod } from '../../src/api/types.js';
 import { auditPod, type AuditSettings } from '../../src/audit/audit-rules.js';
-import { admitObject } from '../../src/cli/policy-test.js';
+import { admitObject } from '../../src/admission/admit-object.js';
 import { pipelineFor } from '../../src/admission/pipeline-settings.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
