@@ -2,7 +2,7 @@
  * The largest review kube-apiserver can send: an UPDATE whose object and oldObject are each just
  * under 3 MiB as the client wrote them (MaxRequestBodyBytes), made of the characters Go's
  * encoding/json escapes as six bytes (`<`, `>`, `&`), so the review is about 36 MiB, next to the
- * 37 MiB limit (src/http/body-limits.ts). A valid pod: container environment values may hold any
+ * 37 MiB limit (src/admission/body-limits.ts). A valid pod: container environment values may hold any
  * text. Pure builders, reading only the fixture they start from.
  */
 import { readFileSync } from 'node:fs';

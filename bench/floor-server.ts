@@ -32,7 +32,7 @@ if (values.port === undefined || certFile === undefined || keyFile === undefined
   throw new Error('floor-server: --port, --tls-cert-file and --tls-private-key-file are required');
 }
 
-/** Tolerator's limit (src/http/body-limits.ts): the floor reads what tolerator reads. */
+/** Tolerator's limit (src/admission/body-limits.ts): the floor reads what tolerator reads. */
 const maxBodyBytes = 37 * 1024 * 1024;
 
 const toleration = { key: 'example.com/floor', operator: 'Exists', effect: 'NoSchedule' };

@@ -3,7 +3,7 @@
  * 3 MiB (kube-apiserver's MaxRequestBodyBytes bounds what a client may send, so one object is at
  * most 3 MiB) and an UPDATE whose object and oldObject are both that large (about 6 MiB; made
  * of characters the API server escapes as six bytes, bench/escaped-reviews.ts, about 36 MiB, next
- * to the webhook's body limit of 37 MiB, src/http/body-limits.ts). All in a tenant namespace
+ * to the webhook's body limit of 37 MiB, src/admission/body-limits.ts). All in a tenant namespace
  * (`ml`, group `gpu` under the shipped policies), so that DedicatedNodes and its CEL policies run,
  * and each pod fits no known node, so that SchedulingWarnings, on the validating side, evaluates
  * every node.

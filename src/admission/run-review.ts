@@ -2,7 +2,7 @@
  * One review from its bytes to its answer: parse the AdmissionReview, run the pipeline on the
  * sides asked for, build the response. Every way of running reviews goes through `runReview`: the
  * HTTP app for small bodies and the review workers for large ones (both through
- * src/http/answer.ts, which adds the transport's structure bound and the summary for the log line
+ * src/admission/answer-review.ts, which adds the body's structure bound and the summary for the log line
  * and metrics), and `tolerator review`, which runs both sides as the API server calls them. A new
  * way to decide reviews away from the accepting thread (a pool, a batch) implements
  * `ReviewRunner`, which the HTTP app takes.
@@ -66,7 +66,7 @@ export interface ReviewAnswer {
   readonly summary: ReviewSummary;
 }
 
-/** A way to decide one webhook's reviews: inline (src/http/answer.ts) or on worker threads (src/server/review-pool.ts). */
+/** A way to decide one webhook's reviews: inline (src/admission/answer-review.ts) or on worker threads (src/server/review-pool.ts). */
 export interface ReviewRunner {
   /**
    * Answers a review as `answerReview` would, by `deadline` (in the caller's monotonic

@@ -14,13 +14,13 @@ import type { Logger } from 'pino';
 import { AdmissionError, toStatusBody } from '../admission/errors.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import type { ReviewRunner } from '../admission/run-review.js';
-import { answerReview } from './answer.js';
+import { answerReview } from '../admission/answer-review.js';
 import type { BodyBudget, BodyReservation } from './body-budget.js';
-import { maxBodyBytes, mebibytes } from './body-limits.js';
+import { maxBodyBytes, mebibytes } from '../admission/body-limits.js';
 import type { Metrics } from './metrics.js';
 import { smallBodyBytes as defaultSmallBodyBytes } from './transport-limits.js';
 
-export { maxBodyBytes } from './body-limits.js';
+export { maxBodyBytes } from '../admission/body-limits.js';
 
 /**
  * The most of a refused body read, and dropped, before its 413 goes out: 64 MiB. kube-apiserver

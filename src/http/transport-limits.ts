@@ -20,7 +20,7 @@
  * builds from its body is on a worker's heap, which `workerHeapMib` bounds (or, for the small
  * reviews the main thread keeps, within its share).
  */
-import { maxBodyBytes } from './body-limits.js';
+import { maxBodyBytes } from '../admission/body-limits.js';
 
 /** What src/main.ts reads of the machine. */
 export interface MachineResources {

@@ -1,7 +1,7 @@
 /**
  * The entry point of a review worker thread: it composes this thread's pipeline as src/main.ts
  * composes the main thread's (through src/admission/pipeline-settings.ts, from the same settings, so it decides
- * with the same code), then answers one review at a time with src/http/answer.ts.
+ * with the same code), then answers one review at a time with src/admission/answer-review.ts.
  *
  * What it decides from is data the main thread sends (src/server/protocol.ts): the settings (at
  * start), the policy files' texts (whenever the main thread's set changed), the nodes (a delta
@@ -16,7 +16,7 @@ import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Namespace, Node } from '../api/types.js';
 import { pipelineFor } from '../admission/pipeline-settings.js';
-import { answerReview } from '../http/answer.js';
+import { answerReview } from '../admission/answer-review.js';
 import { policySetFromSources } from '../tenancy/policy-directory.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import { NodeMirror } from './node-mirror.js';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import request from 'supertest';
-import { maxBodyBytes } from '../../src/http/body-limits.js';
+import { maxBodyBytes } from '../../src/admission/body-limits.js';
 import { appFromArgs, loadReviewFixture } from '../support/harness.js';
 
 const app = appFromArgs([]);

@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse } from 'yaml';
 import { createApp } from '../../src/http/app.js';
 import { BodyBudget } from '../../src/http/body-budget.js';
-import { maxBodyBytes } from '../../src/http/body-limits.js';
+import { maxBodyBytes } from '../../src/admission/body-limits.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { bodyTimeoutMs, startTlsServer, type TlsServer } from '../../src/http/tls-server.js';
 import { maxWorkerHeapMib, smallBodyBytes, transportLimits, workerHeapMib } from '../../src/http/transport-limits.js';

@@ -4,7 +4,7 @@
  * about six times the pod's own size. With a body limit of two unescaped objects (7 MiB), the
  * review of a 0.7 MB pod was cut off, the validating webhook failed, and the pod could never be
  * updated again, not even to remove a finalizer. The limit now follows the largest review the
- * API server can send (src/http/body-limits.ts), and the structure of a body beyond 7 MiB is held
+ * API server can send (src/admission/body-limits.ts), and the structure of a body beyond 7 MiB is held
  * to what such a review can have, so that the larger limit buys no larger parse.
  */
 import assert from 'node:assert/strict';
@@ -21,7 +21,7 @@ import {
   maxObjectBytes,
   maxStructureBytes,
   structureBytes,
-} from '../../src/http/body-limits.js';
+} from '../../src/admission/body-limits.js';
 import { createMetrics } from '../../src/http/metrics.js';
 import { loadClusterStateFile } from '../../src/kube/cluster-state-file.js';
 import { startReviewPool, type ReviewPool } from '../../src/server/review-pool.js';

@@ -1,6 +1,6 @@
 /**
  * A review worker answers exactly as the main thread does: every golden review
- * (test/fixtures/reviews), decided once by src/http/answer.ts on this thread and once by the real
+ * (test/fixtures/reviews), decided once by src/admission/answer-review.ts on this thread and once by the real
  * worker (src/server/review-worker.ts) through the pool, with the same flags, cluster state and
  * policies, gives the same bytes and the same summary. Without this, whether a review is decided
  * on the main thread or in a worker (its size) could change the decision.
@@ -13,7 +13,7 @@ import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
 import { pipelineFor } from '../../src/admission/pipeline-settings.js';
 import { startTenancy } from '../../src/server/tenancy-policies.js';
-import { answerReview } from '../../src/http/answer.js';
+import { answerReview } from '../../src/admission/answer-review.js';
 import { loadClusterStateFile } from '../../src/kube/cluster-state-file.js';
 import { startReviewPool, type ReviewPool } from '../../src/server/review-pool.js';
 import { loadReviewFixtures, silentLogger } from '../support/harness.js';
