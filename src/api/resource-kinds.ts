@@ -30,17 +30,13 @@ export const daemonSetKind: ResourceKind = {
   podController: { apiVersion: 'apps/v1', kind: 'DaemonSet' },
 };
 
-const kinds: readonly ResourceKind[] = [
+/**
+ * Every kind tolerator reads: the one list (`tolerator export` derives its template sites from it
+ * too, src/export/tenancy-cel.ts). Its order is the order `export` writes the templates' policies in.
+ */
+export const resourceKinds: readonly ResourceKind[] = [
   { group: '', version: 'v1', kind: 'Pod', resource: 'pods', podSpecPath: ['spec'] },
-  { group: '', version: 'v1', kind: 'PodTemplate', resource: 'podtemplates', podSpecPath: ['template', 'spec'] },
-  {
-    group: '',
-    version: 'v1',
-    kind: 'ReplicationController',
-    resource: 'replicationcontrollers',
-    podSpecPath: ['spec', 'template', 'spec'],
-    podController: { apiVersion: 'v1', kind: 'ReplicationController' },
-  },
+  daemonSetKind,
   {
     group: 'apps',
     version: 'v1',
@@ -65,7 +61,6 @@ const kinds: readonly ResourceKind[] = [
     podSpecPath: ['spec', 'template', 'spec'],
     podController: { apiVersion: 'apps/v1', kind: 'StatefulSet' },
   },
-  daemonSetKind,
   { group: 'batch', version: 'v1', kind: 'Job', resource: 'jobs', podSpecPath: ['spec', 'template', 'spec'], podController: job },
   {
     group: 'batch',
@@ -75,6 +70,15 @@ const kinds: readonly ResourceKind[] = [
     podSpecPath: ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
     podController: job,
   },
+  {
+    group: '',
+    version: 'v1',
+    kind: 'ReplicationController',
+    resource: 'replicationcontrollers',
+    podSpecPath: ['spec', 'template', 'spec'],
+    podController: { apiVersion: 'v1', kind: 'ReplicationController' },
+  },
+  { group: '', version: 'v1', kind: 'PodTemplate', resource: 'podtemplates', podSpecPath: ['template', 'spec'] },
 ];
 
 /** Looks a manifest's `apiVersion` and `kind` up; undefined for a kind tolerator does not read. */
@@ -85,12 +89,12 @@ export function resourceKindOf(apiVersion: unknown, kind: unknown): ResourceKind
   const slash = apiVersion.indexOf('/');
   const group = slash === -1 ? '' : apiVersion.slice(0, slash);
   const version = slash === -1 ? apiVersion : apiVersion.slice(slash + 1);
-  return kinds.find((candidate) => candidate.group === group && candidate.version === version && candidate.kind === kind);
+  return resourceKinds.find((candidate) => candidate.group === group && candidate.version === version && candidate.kind === kind);
 }
 
 /** Looks a request's resource up (`apps`, `deployments`); undefined for a resource tolerator does not read. */
 export function resourceKindByResource(group: string, resource: string): ResourceKind | undefined {
-  return kinds.find((candidate) => candidate.group === group && candidate.resource === resource);
+  return resourceKinds.find((candidate) => candidate.group === group && candidate.resource === resource);
 }
 
 /**
@@ -99,7 +103,7 @@ export function resourceKindByResource(group: string, resource: string): Resourc
  * controller owns). One step each: nothing Kubernetes ships owns a Deployment or a CronJob.
  */
 export const workloadOfController: ReadonlyMap<string, string> = new Map(
-  kinds.flatMap((kind) =>
+  resourceKinds.flatMap((kind) =>
     kind.podController === undefined || kind.podController.kind === kind.kind ? [] : [[kind.podController.kind, kind.kind] as const],
   ),
 );

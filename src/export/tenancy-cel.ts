@@ -13,6 +13,7 @@
  * pods and a template's requester as nobody), and a rule that means something slightly different
  * would export a weaker guarantee without saying so.
  */
+import { daemonSetKind, resourceKinds, type ResourceKind } from '../api/resource-kinds.js';
 import { isQualifiedName } from '../validation/name-validation.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
 
@@ -159,45 +160,68 @@ export const podSite: PodSpecSite = {
   judgeContradictions: "request.operation == 'CREATE'",
 };
 
-const templateSegments = ['spec', 'template', 'spec'];
-
 /**
- * The workload templates. A DaemonSet's is given the pair on every CREATE and UPDATE (its
- * controller places a pod on every node the template selects), and a contradicting node choice is
- * refused then by the mutating side; the whole pair is required when the template changed. Every
- * other template's pods get the pair when they are created: only a contradicting node choice in a
- * changed template is refused. Tolerations and nodeName are judged as for pods, in every template.
+ * The workload templates, one site for each API group and template path among the kinds of
+ * src/api/resource-kinds.ts (the one list: a kind added there is exported too), since one policy
+ * matches the resources of one group. A DaemonSet's template is given the pair on every CREATE and
+ * UPDATE (its controller places a pod on every node the template selects), and a contradicting node
+ * choice is refused then by the mutating side; the whole pair is required when the template
+ * changed. Every other template's pods get the pair when they are created: only a contradicting
+ * node choice in a changed template is refused. Tolerations and nodeName are judged as for pods,
+ * in every template.
  */
 export const templateSites: readonly PodSpecSite[] = [
   {
-    name: 'daemonsets',
-    apiGroup: 'apps',
-    resources: ['daemonsets'],
-    segments: templateSegments,
+    name: daemonSetKind.resource,
+    apiGroup: daemonSetKind.group,
+    resources: [daemonSetKind.resource],
+    segments: daemonSetKind.podSpecPath,
     what: 'DaemonSet pod templates',
     mutate: 'true',
-    judgePair: templateChanged(templateSegments),
+    judgePair: templateChanged(daemonSetKind.podSpecPath),
     judgeContradictions: 'true',
   },
-  ...(
-    [
-      ['workloads', 'apps', ['deployments', 'replicasets', 'statefulsets'], templateSegments],
-      ['jobs', 'batch', ['jobs'], templateSegments],
-      ['cronjobs', 'batch', ['cronjobs'], ['spec', 'jobTemplate', 'spec', 'template', 'spec']],
-      ['replicationcontrollers', '', ['replicationcontrollers'], templateSegments],
-      ['podtemplates', '', ['podtemplates'], ['template', 'spec']],
-    ] as const
-  ).map(([name, apiGroup, resources, segments]): PodSpecSite => ({
-    name,
-    apiGroup,
-    resources,
-    segments,
-    what: 'pod templates',
-    mutate: 'false',
-    judgePair: 'false',
-    judgeContradictions: templateChanged(segments),
-  })),
+  ...sitesByGroupAndPath(resourceKinds.filter((kind) => kind !== daemonSetKind && kind.podSpecPath.length > 1)).map(
+    ({ name, apiGroup, resources, segments }): PodSpecSite => ({
+      name,
+      apiGroup,
+      resources,
+      segments,
+      what: 'pod templates',
+      mutate: 'false',
+      judgePair: 'false',
+      judgeContradictions: templateChanged(segments),
+    }),
+  ),
 ];
+
+interface KindGroup {
+  name: string;
+  readonly apiGroup: string;
+  readonly resources: string[];
+  readonly segments: readonly string[];
+}
+
+/**
+ * The kinds grouped by API group and pod spec path, in the order of their first kind. A group of
+ * one resource is named after it; apps' Deployments, ReplicaSets and StatefulSets share one, named
+ * `workloads` as the exported policies always were (test/export/export.test.ts holds the names
+ * unique).
+ */
+function sitesByGroupAndPath(kinds: readonly ResourceKind[]): KindGroup[] {
+  const groups: KindGroup[] = [];
+  for (const kind of kinds) {
+    const path = kind.podSpecPath.join('/');
+    const group = groups.find((candidate) => candidate.apiGroup === kind.group && candidate.segments.join('/') === path);
+    if (group === undefined) {
+      groups.push({ name: kind.resource, apiGroup: kind.group, resources: [kind.resource], segments: kind.podSpecPath });
+    } else {
+      group.resources.push(kind.resource);
+      group.name = 'workloads';
+    }
+  }
+  return groups;
+}
 
 /**
  * A matchCondition: the object holds a pod spec at the site (a ReplicationController's template is

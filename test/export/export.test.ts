@@ -21,6 +21,8 @@ import { defaultFeatureGates } from '../../src/api/feature-gates.js';
 import { exportCommand } from '../../src/cli/export.js';
 import { exportPolicies, excludeMirrorPods, reviewedNamespaces, type ExportSettings } from '../../src/export/export-policies.js';
 import { selectPlugins } from '../../src/plugins/registry.js';
+import { resourceKindByResource, resourceKinds } from '../../src/api/resource-kinds.js';
+import { podSite, templateSites } from '../../src/export/tenancy-cel.js';
 import { runCommand } from '../support/command-io.js';
 import { ROOT } from '../support/rendered-manifests.js';
 
@@ -322,5 +324,20 @@ describe('tolerator export', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+
+  it('export keeps no list of workload kinds of its own: every kind with a pod template in src/api/resource-kinds.ts is one template site, under a unique name', () => {
+    const templated = resourceKinds.filter((kind) => kind.podSpecPath.length > 1);
+    const covered = templateSites.flatMap((site) =>
+      site.resources.map((resource) => {
+        const kind = resourceKindByResource(site.apiGroup, resource);
+        assert.ok(kind !== undefined, `${site.name}: ${site.apiGroup}/${resource} is not a kind of resource-kinds.ts`);
+        assert.deepEqual(site.segments, kind.podSpecPath, `${site.name}: ${resource} holds its pod spec elsewhere`);
+        return kind;
+      }),
+    );
+    assert.deepEqual(covered.map((kind) => kind.kind).sort(), templated.map((kind) => kind.kind).sort());
+    assert.equal(new Set(templateSites.map((site) => site.name)).size, templateSites.length);
+    assert.ok(!templateSites.some((site) => site.name === podSite.name));
   });
 });
