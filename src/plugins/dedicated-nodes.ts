@@ -293,92 +293,163 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     return preparation.early;
   }
   const { prepared, memberships, conflict } = preparation;
-  const { workload, evaluator } = prepared;
-  const isCreate = attributes.operation === 'CREATE';
+  const scope = judgedScope(prepared.workload, attributes.operation === 'CREATE');
+  const tally: Tally = {
+    violations: [],
+    warnings: [...(conflict?.warnings ?? [])],
+    infrastructureUses: [],
+    involved: new Set<TenancyPolicy>(),
+    exempt: false,
+  };
+  const named = namedNode(scope.nodeName, prepared.workload.specPath, context, tally.warnings);
+  for (const membership of memberships) {
+    judgeMembership(prepared, scope, named, membership, conflict !== undefined, tally);
+  }
   const group = memberships.find((membership) => membership.group !== '')?.group ?? '';
+  return validationOutcome(tally, group, conflict);
+}
 
-  // What an UPDATE is judged on (see the file comment): added tolerations; a changed nodeName;
-  // the tenant's node choice only for a template that changed.
+/** What a request is judged on (see the file comment), worked out once for every policy. */
+interface JudgedScope {
+  readonly tolerations: readonly Toleration[];
+  /**
+   * On UPDATE, 1 at the index of each toleration the old spec holds already (the same key,
+   * operator, value and effect; tolerationSeconds may change), which is not judged again; a flag
+   * per index, since a pod may hold a million. Undefined on CREATE.
+   */
+  readonly kept: Uint8Array | undefined;
+  /** The nodeName to judge: set, and new (on CREATE, or changed by the UPDATE). */
+  readonly nodeName: string | undefined;
+  /**
+   * The full pair (toleration and requirement) for what the mutating side gives it: pods on
+   * CREATE and DaemonSet templates. Other templates' pods get the pair when they are created, so
+   * for those only a node choice that contradicts the group is refused now.
+   */
+  readonly judgePair: boolean;
+  /** The tenant's node choice: with the pair, or for a template that changed. */
+  readonly judgeContradictions: boolean;
+}
+
+/** An UPDATE is judged on its added tolerations, a changed nodeName, and a template only when it changed. */
+function judgedScope(workload: Workload, isCreate: boolean): JudgedScope {
   const tolerations = workload.spec.tolerations ?? [];
-  // Added: no old toleration with the same key, operator, value and effect (tolerationSeconds may
-  // change). A flag per index, worked out once for every policy: a pod may hold a million.
   const inOldSpec = isCreate ? undefined : matchingTolerationIn(workload.oldSpec?.tolerations ?? []);
   const kept = inOldSpec === undefined ? undefined : Uint8Array.from(tolerations, (toleration) => (inOldSpec(toleration) ? 1 : 0));
   const nodeName = workload.spec.nodeName;
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
   const templateJudged = workload.kind !== 'Pod' && (isCreate || !jsonEqual(workload.spec, workload.oldSpec));
-  // The full pair (toleration and requirement) for what the mutating side gives it: pods on
-  // CREATE and DaemonSet templates. Other templates' pods get the pair when they are created, so
-  // for those only a node choice that contradicts the group is refused now.
   const judgePair = (workload.kind === 'Pod' && isCreate) || (workload.kind === 'DaemonSet' && templateJudged);
-  const judgeContradictions = judgePair || templateJudged;
+  return {
+    tolerations,
+    kept,
+    nodeName: judgeNodeName ? nodeName : undefined,
+    judgePair,
+    judgeContradictions: judgePair || templateJudged,
+  };
+}
 
-  const violations: Violation[] = [];
-  const warnings: string[] = [...(conflict?.warnings ?? [])];
-  const infrastructureUses: string[] = [];
-  const involved = new Set<TenancyPolicy>();
-  let exempt = false;
+/** The node a judged nodeName names, read once for every policy: `node` undefined when the cluster has no such node. */
+interface NamedNode {
+  readonly name: string;
+  readonly node: Node | undefined;
+}
 
-  const node: Node | undefined = judgeNodeName ? context.node(nodeName) : undefined;
-  // Without any cluster state (offline, no --cluster-state) an unknown name proves nothing.
-  const unjudgeableNode = judgeNodeName && node === undefined && !context.nodesKnown;
-  if (unjudgeableNode) {
+/**
+ * Reads the node a judged nodeName names. Without any cluster state (offline, no
+ * --cluster-state) an unknown name proves nothing: it is not judged, and `warnings` says so.
+ */
+function namedNode(nodeName: string | undefined, specPath: string, context: PluginContext, warnings: string[]): NamedNode | undefined {
+  if (nodeName === undefined) {
+    return undefined;
+  }
+  const node = context.node(nodeName);
+  if (node === undefined && !context.nodesKnown) {
     warnings.push(
-      `DedicatedNodes: node "${clipText(nodeName)}" named by ${workload.specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
+      `DedicatedNodes: node "${clipText(nodeName)}" named by ${specPath}.nodeName could not be checked: no cluster state holds the cluster's nodes`,
     );
+    return undefined;
   }
+  return { name: nodeName, node };
+}
 
-  for (const { policy, group: ownGroup } of memberships) {
-    const isTenant = ownGroup !== '' && !evaluator.exempt(policy);
-    if (ownGroup !== '') {
-      involved.add(policy);
-      exempt ||= !isTenant;
-    }
-    if (isTenant && judgeContradictions) {
-      for (const message of missingPair(prepared, policy, ownGroup, judgePair)) {
-        violations.push({ policy, message });
-      }
-    }
+/** What the policies found, gathered over every membership. */
+interface Tally {
+  readonly violations: Violation[];
+  readonly warnings: string[];
+  /** What an infrastructure namespace reached, for the audit annotation. */
+  readonly infrastructureUses: string[];
+  /** The policies the request is judged by: those that give its namespace a group, or that it broke. */
+  readonly involved: Set<TenancyPolicy>;
+  /** The namespace belongs to a group whose policy exempts this pod. */
+  exempt: boolean;
+}
 
-    const foreign: string[] = [];
-    for (let index = 0; index < tolerations.length; index++) {
-      const toleration = tolerations[index] ?? {};
-      if (kept?.[index] === 1) continue;
-      const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
-      if (tolerated !== undefined) {
-        foreign.push(
-          `${foreignTolerationText(workload.specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")`,
-        );
-      }
-    }
-    const nodeProblem =
-      !judgeNodeName || unjudgeableNode
-        ? undefined
-        : node === undefined
-          ? missingNodeProblem(nodeName, policy, workload.specPath)
-          : nodeNameProblem(node, policy, ownGroup, isTenant, workload.specPath);
-    const foreignReach = nodeProblem?.foreign === true ? [...foreign, nodeProblem.message] : foreign;
-    if (foreignReach.length > 0) {
-      involved.add(policy);
-      if (evaluator.infrastructure(policy)) {
-        infrastructureUses.push(`${policy.name}: ${spellOut(foreignReach, (use) => use, '; ')}`);
-      } else {
-        for (const message of foreignReach) {
-          violations.push({ policy, message: `${message}; ${foreignReachRule(prepared.namespace, ownGroup, conflict !== undefined)}` });
-        }
-      }
-    }
-    if (nodeProblem !== undefined && !nodeProblem.foreign) {
-      involved.add(policy);
-      violations.push({ policy, message: nodeProblem.message });
+/** One policy's judgement of the request: the tenant's pair, then everything the pod reaches beyond its group. */
+function judgeMembership(
+  prepared: Prepared,
+  scope: JudgedScope,
+  named: NamedNode | undefined,
+  { policy, group: ownGroup }: Membership,
+  conflicted: boolean,
+  tally: Tally,
+): void {
+  const { specPath } = prepared.workload;
+  const isTenant = ownGroup !== '' && !prepared.evaluator.exempt(policy);
+  if (ownGroup !== '') {
+    tally.involved.add(policy);
+    tally.exempt ||= !isTenant;
+  }
+  if (isTenant && scope.judgeContradictions) {
+    for (const message of missingPair(prepared, policy, ownGroup, scope.judgePair)) {
+      tally.violations.push({ policy, message });
     }
   }
+  const foreign = foreignTolerations(scope, policy, ownGroup, specPath);
+  const nodeProblem =
+    named === undefined
+      ? undefined
+      : named.node === undefined
+        ? missingNodeProblem(named.name, policy, specPath)
+        : nodeNameProblem(named.node, policy, ownGroup, isTenant, specPath);
+  const foreignReach = nodeProblem?.foreign === true ? [...foreign, nodeProblem.message] : foreign;
+  if (foreignReach.length > 0) {
+    tally.involved.add(policy);
+    if (prepared.evaluator.infrastructure(policy)) {
+      tally.infrastructureUses.push(`${policy.name}: ${spellOut(foreignReach, (use) => use, '; ')}`);
+    } else {
+      for (const message of foreignReach) {
+        tally.violations.push({ policy, message: `${message}; ${foreignReachRule(prepared.namespace, ownGroup, conflicted)}` });
+      }
+    }
+  }
+  if (nodeProblem !== undefined && !nodeProblem.foreign) {
+    tally.involved.add(policy);
+    tally.violations.push({ policy, message: nodeProblem.message });
+  }
+}
 
-  const outcome = decide(violations);
+/** The judged tolerations that reach another group's dedicated taint under `policy`, as messages. */
+function foreignTolerations(scope: JudgedScope, policy: TenancyPolicy, ownGroup: string, specPath: string): string[] {
+  const { tolerations, kept } = scope;
+  const foreign: string[] = [];
+  for (let index = 0; index < tolerations.length; index++) {
+    const toleration = tolerations[index] ?? {};
+    if (kept?.[index] === 1) continue;
+    const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
+    if (tolerated !== undefined) {
+      foreign.push(`${foreignTolerationText(specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")`);
+    }
+  }
+  return foreign;
+}
+
+/** The denial or warnings and the audit annotations: a namespace the policies disagree on keeps the conflict's annotations. */
+function validationOutcome(tally: Tally, group: string, conflict: Findings | undefined): ValidationOutcome {
+  const outcome = decide(tally.violations);
+  const allWarnings = [...tally.warnings, ...outcome.warnings];
   if (conflict !== undefined) {
     // The conflict's annotations name every policy and group involved; the decision is this one's.
     const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : 'conflict';
-    const allWarnings = [...warnings, ...outcome.warnings];
     return {
       ...(outcome.denial === undefined ? {} : { denial: outcome.denial }),
       warnings: allWarnings,
@@ -386,16 +457,15 @@ function validate(set: PolicySet, object: JsonObject, attributes: AdmissionAttri
     };
   }
   const decision: DedicatedNodesDecision =
-    outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : exempt ? 'exempt' : 'allowed';
+    outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : tally.exempt ? 'exempt' : 'allowed';
   const auditAnnotations: Record<string, string> = annotations(
-    [...involved].map((policy) => ({ policy, group })),
+    [...tally.involved].map((policy) => ({ policy, group })),
     group,
     decision,
   );
-  if (infrastructureUses.length > 0) {
-    auditAnnotations[auditKeys.infrastructure] = `allowed for an infrastructure namespace: ${infrastructureUses.join(' | ')}`;
+  if (tally.infrastructureUses.length > 0) {
+    auditAnnotations[auditKeys.infrastructure] = `allowed for an infrastructure namespace: ${tally.infrastructureUses.join(' | ')}`;
   }
-  const allWarnings = [...warnings, ...outcome.warnings];
   return {
     ...(outcome.denial === undefined ? {} : { denial: outcome.denial }),
     ...(allWarnings.length > 0 ? { warnings: allWarnings } : {}),
