@@ -43,10 +43,16 @@ export interface Metrics {
   readonly auditRuns: Counter<'result'>;
   /** Policy-report writes by result (success, failure); a failure leaves the audit's metrics as they are. */
   readonly auditReportWrites: Counter<'result'>;
+  /**
+   * Points gauges read at each scrape at the part they describe, once it is built (the composition
+   * root builds its parts in order and each says where its gauges read): a gauge with no source
+   * reads 0, or has no series.
+   */
+  readonly readGaugesFrom: (sources: GaugeSources) => void;
 }
 
-export interface MetricsOptions {
-  readonly collectProcessMetrics: boolean;
+/** What the gauges read at every scrape. */
+export interface GaugeSources {
   /** Read at every scrape: each informer cache's sync state, by resource. */
   readonly cacheSyncState?: () => Readonly<Record<string, boolean>>;
   /** Read at every scrape: each feature gate's value and source (undefined: no series). */
@@ -56,12 +62,22 @@ export interface MetricsOptions {
   readonly bodyBytesInFlight?: () => number;
   /** Read at every scrape: reviews waiting for a worker. */
   readonly reviewQueue?: () => number;
+}
+
+export interface MetricsOptions extends GaugeSources {
+  readonly collectProcessMetrics: boolean;
   /** tolerator_build_info's labels (src/build-info.ts); no series without it. */
   readonly buildInfo?: { readonly version: string; readonly revision: string; readonly nodeVersion: string };
 }
 
 export function createMetrics(options: MetricsOptions): Metrics {
   const registry = new Registry();
+  const sources: { -readonly [Name in keyof GaugeSources]: GaugeSources[Name] } = {
+    cacheSyncState: options.cacheSyncState,
+    featureGateState: options.featureGateState,
+    bodyBytesInFlight: options.bodyBytesInFlight,
+    reviewQueue: options.reviewQueue,
+  };
   if (options.collectProcessMetrics) {
     collectDefaultMetrics({ register: registry });
   }
@@ -100,7 +116,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       help: 'Request body bytes received and not yet answered, over all connections; bodies beyond the budget are refused with 503.',
       registers: [registry],
       collect() {
-        this.set(options.bodyBytesInFlight?.() ?? 0);
+        this.set(sources.bodyBytesInFlight?.() ?? 0);
       },
     }),
     reviewQueue: new Gauge({
@@ -108,7 +124,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       help: 'Large reviews waiting for a review worker thread.',
       registers: [registry],
       collect() {
-        this.set(options.reviewQueue?.() ?? 0);
+        this.set(sources.reviewQueue?.() ?? 0);
       },
     }),
     policyLoadErrors: new Counter({
@@ -127,7 +143,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['resource'] as const,
       registers: [registry],
       collect() {
-        for (const [resource, synced] of Object.entries(options.cacheSyncState?.() ?? {})) {
+        for (const [resource, synced] of Object.entries(sources.cacheSyncState?.() ?? {})) {
           this.set({ resource }, synced ? 1 : 0);
         }
       },
@@ -166,7 +182,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['name', 'source'] as const,
       registers: [registry],
       collect() {
-        const state = options.featureGateState?.();
+        const state = sources.featureGateState?.();
         if (state === undefined) return;
         // Rebuilt at every scrape, so a gate whose source changed has no stale series left.
         this.reset();
@@ -203,6 +219,9 @@ export function createMetrics(options: MetricsOptions): Metrics {
       labelNames: ['result'] as const,
       registers: [registry],
     }),
+    readGaugesFrom: (next) => {
+      Object.assign(sources, next);
+    },
   };
   if (options.buildInfo !== undefined) {
     // Always 1: the labels are the information, joined onto other series with `* on(instance) group_left(version)`.

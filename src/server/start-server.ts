@@ -9,34 +9,34 @@
  * It reads no process state: the environment, the cgroup's memory limit and the signals come in
  * through `options` from src/main.ts.
  */
+import { EventEmitter } from 'node:events';
+import type { RequestListener } from 'node:http';
 import { availableParallelism, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
-import type { RequestListener } from 'node:http';
+import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
 import { emptyClusterFacts, type ClusterFacts } from '../admission/cluster-facts.js';
-import type { ResolvedGates } from '../api/feature-gate-resolution.js';
+import { pipelineFor, type AdmissionSettings } from '../admission/pipeline-settings.js';
+import type { ReviewRunner } from '../admission/run-review.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { NamespaceExclusion } from '../audit/audit-rules.js';
-import { createPeriodicAudit, type PeriodicAudit } from './periodic-audit.js';
-import type { LeaseElection } from '../kube/lease-election.js';
-import { pipelineFor, type AdmissionSettings } from '../admission/pipeline-settings.js';
-import { startTenancy } from './tenancy-policies.js';
-import { UsageError } from './usage-error.js';
-import type { ReviewRunner } from '../admission/run-review.js';
-import { createApp, type Readiness } from '../http/app.js';
 import type { SelfManagedSettings } from '../certificates/self-managed.js';
+import { createApp, type Readiness } from '../http/app.js';
 import { BodyBudget } from '../http/body-budget.js';
 import { readClientCaBundle, type ClientCaBundle } from '../http/client-ca.js';
 import { createMetrics, type Metrics } from '../http/metrics.js';
-import { generateDevelopmentCertificate, readCertificatePair } from '../http/serving-certificate.js';
+import { generateDevelopmentCertificate, readCertificatePair, type CertificatePair } from '../http/serving-certificate.js';
 import { startTlsServer, type CertificateFiles } from '../http/tls-server.js';
 import { transportLimits } from '../http/transport-limits.js';
 import { loadClusterStateFile } from '../kube/cluster-state-file.js';
-import { startFeatureGateSource } from '../kube/feature-gate-source.js';
-import type { SelfManagedCertificates } from '../kube/self-managed-certificates.js';
+import { startFeatureGateSource, type FeatureGateSource } from '../kube/feature-gate-source.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
+import { DisposalStack, once } from './disposal-stack.js';
+import { createPeriodicAudit } from './periodic-audit.js';
 import { startReviewPool } from './review-pool.js';
+import { startTenancy, type Tenancy } from './tenancy-policies.js';
+import { UsageError } from './usage-error.js';
 
 /** `serve --certificate-secret …`: tolerator issues and rotates its own serving certificate (src/kube/self-managed-certificates.ts). */
 export interface SelfManagedCertificateOptions {
@@ -125,144 +125,59 @@ export function createWebhookApp(parts: WebhookAppParts): RequestListener {
 }
 
 export async function startServer(options: ServerOptions): Promise<RunningServer> {
+  const stack = new DisposalStack();
+  try {
+    return await assembleServer(options, stack);
+  } catch (error) {
+    // A start that fails (a port in use, a certificate refused) stops what it had started: the
+    // review workers, informers and timers would otherwise keep the process alive, and `serve`
+    // would print the error and hang.
+    await stack.dispose().catch((cleanupError: unknown) => {
+      options.logger.warn({ err: cleanupError }, 'stopping what the failed start had started failed');
+    });
+    throw error;
+  }
+}
+
+/**
+ * Builds the server's parts in the order they depend on one another, each pushed onto `stack` with
+ * how to stop it, so that stopping undoes them in reverse: the drain, the listener, the review
+ * workers, the certificates, the audit, the policies, the cluster state, the gates.
+ */
+async function assembleServer(options: ServerOptions, stack: DisposalStack): Promise<RunningServer> {
   const { settings, logger } = options;
   // Read before anything starts watching, so that a bad file ends the process at once.
   const clientCa =
     options.clientCaFile === undefined ? undefined : { bundle: await readClientCaFlag(options.clientCaFile), file: options.clientCaFile };
-  // The gauges read parts built below; until then they read nothing.
-  let cacheSyncState = (): Readonly<Record<string, boolean>> => ({});
-  let featureGateState = (): ResolvedGates | undefined => undefined;
-  let bodyBytesInFlight = (): number => 0;
-  let reviewQueue = (): number => 0;
+  // Each part below, once built, points the gauges that describe it at itself.
   const metrics = createMetrics({
     collectProcessMetrics: options.collectProcessMetrics ?? true,
-    cacheSyncState: () => cacheSyncState(),
-    featureGateState: () => featureGateState(),
-    bodyBytesInFlight: () => bodyBytesInFlight(),
-    reviewQueue: () => reviewQueue(),
     ...(options.buildInfo === undefined ? {} : { buildInfo: options.buildInfo }),
   });
+  const cluster = await connectToCluster(options);
 
-  // @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
-  // there is a cluster to watch (a kubeconfig, or the service account of an in-cluster pod).
-  const kubeconfigPath = options.kubeconfig?.path;
-  const inCluster = (options.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
-  const kube = kubeconfigPath !== undefined || inCluster ? await import('../kube/informers.js') : undefined;
-  const kubeConfig =
-    kube === undefined
-      ? undefined
-      : (await import('../kube/kube-config.js')).loadKubeConfig({
-          kubeconfigPath,
-          context: options.kubeconfig?.context,
-          env: options.env,
-        });
   // The gates the flag leaves open follow the cluster when there is one (src/kube/feature-gate-source.ts).
-  const clusterGates = kubeConfig === undefined ? undefined : await import('../kube/cluster-feature-gates.js');
-  const gates = startFeatureGateSource({
-    explicit: settings.explicitGates,
-    read: clusterGates === undefined || kubeConfig === undefined ? undefined : () => clusterGates.readClusterFeatureGates(kubeConfig),
-    refreshIntervalMs: options.featureGateRefreshMs,
-    logger,
+  const gates = stack.use(
+    startFeatureGateSource({
+      explicit: settings.explicitGates,
+      read: cluster === undefined ? undefined : () => cluster.gates.readClusterFeatureGates(cluster.kubeConfig),
+      refreshIntervalMs: options.featureGateRefreshMs,
+      logger,
+    }),
+    (source) => {
+      source.stop();
+    },
+  );
+  metrics.readGaugesFrom({ featureGateState: () => gates.resolved() });
+  const clusterFacts = stack.use(startClusterFacts(cluster, settings, logger, metrics), (facts) => facts.stop());
+  const tenancy = stack.use(startTenancy(settings.policiesDir, logger, metrics, true), (source) => {
+    source.close();
   });
-  featureGateState = () => gates.resolved();
-  let clusterFacts: ClusterFacts;
-  if (kube !== undefined && kubeConfig !== undefined) {
-    const informers = kube.startInformers({ kubeConfig, logger });
-    clusterFacts = informers;
-    cacheSyncState = () => informers.syncState();
-  } else if (settings.clusterStateFile !== undefined) {
-    clusterFacts = loadClusterStateFile(settings.clusterStateFile, logger);
-  } else {
-    logger.warn('no cluster: neither --kubeconfig, an in-cluster service account nor --cluster-state; namespaces and nodes are unknown');
-    clusterFacts = emptyClusterFacts;
-  }
-  const tenancy = startTenancy(settings.policiesDir, logger, metrics, true);
+  const releaseAuditLease = await startPeriodicAudit(options, cluster, { clusterFacts, gates, tenancy, metrics }, stack);
 
-  let periodicAudit: PeriodicAudit | undefined;
-  let auditLease: LeaseElection | undefined;
-  if (options.audit !== undefined) {
-    if (kubeConfig === undefined) throw new UsageError('--audit-interval needs a cluster: --kubeconfig, or an in-cluster service account');
-    const { exclusion, intervalMs, lease } = options.audit;
-    const enabled = new Set(settings.enabled);
-    const { createApiRequest } = await import('../kube/api-requests.js');
-    periodicAudit = createPeriodicAudit({
-      intervalMs,
-      request: createApiRequest(kubeConfig),
-      facts: clusterFacts,
-      settings: () => ({
-        gates: gates.current(),
-        enabled,
-        policies: tenancy.current(),
-        exclusion,
-        all: false,
-        podNodeSelector: settings.podNodeSelector,
-      }),
-      metrics,
-      logger,
-    });
-    if (lease === undefined) {
-      periodicAudit.start();
-      logger.info({ intervalMs }, "periodic audit on, on every replica (--audit-lease='')");
-    } else {
-      const { createLeaseElection } = await import('../kube/lease-election.js');
-      const audit = periodicAudit;
-      auditLease = createLeaseElection({
-        request: createApiRequest(kubeConfig),
-        ...lease,
-        onStartedLeading: () => {
-          metrics.auditLeader.set(1);
-          audit.start();
-        },
-        onStoppedLeading: () => {
-          metrics.auditLeader.set(0);
-          audit.pause();
-        },
-        logger,
-      });
-      auditLease.start();
-      logger.info(
-        { intervalMs, lease: `${lease.namespace}/${lease.name}`, identity: auditLease.identity },
-        'periodic audit on, on the replica holding the audit lease',
-      );
-    }
-  }
-
-  const certificateFiles = options.certificateFiles;
-  // Set once the server exists; a renewal cannot come sooner (the first is due at 3/4 of a lifetime).
-  let onRenewed: (pair: { cert: string; key: string }) => void = () => undefined;
-  const selfManagedOptions = options.selfManagedCertificate;
-  let selfManaged: SelfManagedCertificates | undefined;
-  if (selfManagedOptions !== undefined) {
-    if (kubeConfig === undefined)
-      throw new UsageError('--certificate-secret needs a cluster: --kubeconfig, or an in-cluster service account');
-    const { createApiRequest } = await import('../kube/api-requests.js');
-    const { startSelfManagedCertificates } = await import('../kube/self-managed-certificates.js');
-    selfManaged = await startSelfManagedCertificates({
-      request: createApiRequest(kubeConfig),
-      namespace: selfManagedOptions.namespace,
-      secretName: selfManagedOptions.secretName,
-      ...(selfManagedOptions.webhooks === undefined
-        ? {}
-        : { mutatingWebhook: selfManagedOptions.webhooks, validatingWebhook: selfManagedOptions.webhooks }),
-      settings: selfManagedOptions.settings,
-      now: () => new Date(),
-      logger,
-      onRenewed: (pair) => {
-        onRenewed(pair);
-      },
-    });
-  }
-  const certificate =
-    selfManaged !== undefined
-      ? selfManaged.current()
-      : certificateFiles === undefined
-        ? await generateDevelopmentCertificate(new Date())
-        : await readCertificatePair(certificateFiles.certFile, certificateFiles.keyFile);
-  if (certificateFiles === undefined && selfManaged === undefined) {
-    logger.warn(
-      'no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster',
-    );
-  }
+  // Renewals reach the listener once it exists; none can come sooner (the first is due at 3/4 of a lifetime).
+  const renewals = new EventEmitter<{ renewed: [CertificatePair] }>();
+  const certificate = await servingCertificate(options, cluster, renewals, stack);
 
   // The memory the transport may hold (bodies, connections, review workers) follows the memory
   // the process has: the cgroup's limit when it runs in a container with one, else the machine's.
@@ -280,29 +195,34 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     smallReserveBytes: limits.smallReserveBytes,
     smallBodyBytes: limits.smallBodyBytes,
   });
-  bodyBytesInFlight = () => bodyBudget.held;
+  metrics.readGaugesFrom({ bodyBytesInFlight: () => bodyBudget.held });
   const currentGates = (): FeatureGates => gates.current();
   const serverVersion = (): KubernetesVersion | undefined => gates.serverVersion();
   const reviewPool =
     limits.reviewWorkers === 0
       ? undefined
-      : await startReviewPool({
-          workers: limits.reviewWorkers,
-          heapMib: limits.workerHeapMib,
-          settings,
-          clusterFacts,
-          policies: tenancy.current,
-          gates: currentGates,
-          serverVersion,
-          logger,
-          now: () => performance.now(),
-        });
-  reviewQueue = () => reviewPool?.stats().queued ?? 0;
+      : stack.use(
+          await startReviewPool({
+            workers: limits.reviewWorkers,
+            heapMib: limits.workerHeapMib,
+            settings,
+            clusterFacts,
+            policies: tenancy.current,
+            gates: currentGates,
+            serverVersion,
+            logger,
+            now: () => performance.now(),
+          }),
+          (pool) => pool.close(),
+        );
+  metrics.readGaugesFrom({ reviewQueue: () => reviewPool?.stats().queued ?? 0 });
 
-  let shuttingDown = false;
+  // What stop() asks for: readiness fails from that moment, and the listener gives the reviews in
+  // flight `graceMs` once the drain's `delayMs` is over.
+  const shutdown = { requested: false, delayMs: 0, graceMs: 0 };
   const readiness = (): { ready: boolean; reasons: string[] } => {
     const reasons: string[] = [];
-    if (shuttingDown) reasons.push('shutting down');
+    if (shutdown.requested) reasons.push('shutting down');
     if (!clusterFacts.isSynced()) reasons.push('namespace and node caches have not synced');
     // Bounded: the first read of the cluster's gates gives up after its deadline.
     if (!gates.settled()) reasons.push('feature gates have not been read from the cluster yet');
@@ -321,20 +241,30 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     smallBodyBytes: limits.smallBodyBytes,
     readiness: { check: readiness, detail: () => gates.detail() },
   });
-  const server = await startTlsServer({
-    app,
-    port: options.port,
-    host: options.host,
-    certificate,
-    certificateFiles,
-    clientCa,
-    logger,
-    metrics,
-    maxConnections: limits.maxConnections,
-  });
-  onRenewed = (pair) => {
+  const server = stack.use(
+    await startTlsServer({
+      app,
+      port: options.port,
+      host: options.host,
+      certificate,
+      certificateFiles: options.certificateFiles,
+      clientCa,
+      logger,
+      metrics,
+      maxConnections: limits.maxConnections,
+    }),
+    (listener) => listener.close(shutdown.graceMs),
+  );
+  renewals.on('renewed', (pair) => {
     server.replaceCertificate(pair);
-  };
+  });
+  // Undone first: the drain, before the listener closes.
+  stack.defer(async () => {
+    logger.info({ delayMs: shutdown.delayMs, graceMs: shutdown.graceMs }, 'shutting down: readiness off, draining');
+    // Given up at once, not after the drain: the next replica takes the audit over within one retry.
+    void releaseAuditLease?.();
+    await new Promise((resolve) => setTimeout(resolve, shutdown.delayMs));
+  });
   if (clientCa !== undefined) {
     logger.info(
       { file: clientCa.file, certificates: clientCa.bundle.certificates },
@@ -357,34 +287,167 @@ export async function startServer(options: ServerOptions): Promise<RunningServer
     'tolerator serving',
   );
 
-  let stopped: Promise<void> | undefined;
   return {
     port,
     ready: async () => {
       // 100 ms: the caches' and the gates' state changes on events this module does not see; a
       // tenth of a second is well under the kubelet's readiness period (10 s by default).
-      while (!readiness().ready && !shuttingDown) await new Promise((resolve) => setTimeout(resolve, 100));
+      while (!readiness().ready && !shutdown.requested) await new Promise((resolve) => setTimeout(resolve, 100));
     },
     stop: (drain = { delayMs: 0, graceMs: 0 }) => {
-      stopped ??= (async () => {
-        shuttingDown = true;
-        logger.info(drain, 'shutting down: readiness off, draining');
-        // Given up at once, not after the drain: the next replica takes the audit over within one retry.
-        const released = auditLease?.stop();
-        await new Promise((resolve) => setTimeout(resolve, drain.delayMs));
-        selfManaged?.stop();
-        await server.close(drain.graceMs);
-        await reviewPool?.close();
-        await released;
-        await periodicAudit?.stop();
-        tenancy.close();
-        gates.stop();
-        await clusterFacts.stop();
+      if (!shutdown.requested) Object.assign(shutdown, drain, { requested: true });
+      return stack.dispose().then(() => {
         logger.info('stopped');
-      })();
-      return stopped;
+      });
     },
   };
+}
+
+/** The cluster to watch, when there is one: a kubeconfig, or the service account of an in-cluster pod. */
+interface Cluster {
+  readonly kubeConfig: KubeConfig;
+  readonly informers: typeof import('../kube/informers.js');
+  readonly gates: typeof import('../kube/cluster-feature-gates.js');
+  readonly createApiRequest: typeof import('../kube/api-requests.js').createApiRequest;
+}
+
+/**
+ * @kubernetes/client-node costs about 68 MiB of memory once imported, so it is loaded only when
+ * there is a cluster to watch.
+ */
+async function connectToCluster(options: ServerOptions): Promise<Cluster | undefined> {
+  const inCluster = (options.env.KUBERNETES_SERVICE_HOST ?? '') !== '';
+  if (options.kubeconfig?.path === undefined && !inCluster) return undefined;
+  const informers = await import('../kube/informers.js');
+  const kubeConfig = (await import('../kube/kube-config.js')).loadKubeConfig({
+    kubeconfigPath: options.kubeconfig?.path,
+    context: options.kubeconfig?.context,
+    env: options.env,
+  });
+  if (kubeConfig === undefined) return undefined;
+  const gates = await import('../kube/cluster-feature-gates.js');
+  const { createApiRequest } = await import('../kube/api-requests.js');
+  return { kubeConfig, informers, gates, createApiRequest };
+}
+
+/** Namespaces and nodes: watched in the cluster, else read from --cluster-state, else none. */
+function startClusterFacts(cluster: Cluster | undefined, settings: AdmissionSettings, logger: Logger, metrics: Metrics): ClusterFacts {
+  if (cluster !== undefined) {
+    const informers = cluster.informers.startInformers({ kubeConfig: cluster.kubeConfig, logger });
+    metrics.readGaugesFrom({ cacheSyncState: () => informers.syncState() });
+    return informers;
+  }
+  if (settings.clusterStateFile !== undefined) {
+    return loadClusterStateFile(settings.clusterStateFile, logger);
+  }
+  logger.warn('no cluster: neither --kubeconfig, an in-cluster service account nor --cluster-state; namespaces and nodes are unknown');
+  return emptyClusterFacts;
+}
+
+/**
+ * The periodic audit, when asked for (it needs a cluster): on every replica, or on the one holding
+ * the audit Lease. Returns how to give the Lease up (at once when the drain begins), if there is one.
+ */
+async function startPeriodicAudit(
+  options: ServerOptions,
+  cluster: Cluster | undefined,
+  parts: { clusterFacts: ClusterFacts; gates: FeatureGateSource; tenancy: Tenancy; metrics: Metrics },
+  stack: DisposalStack,
+): Promise<(() => Promise<void>) | undefined> {
+  if (options.audit === undefined) return undefined;
+  if (cluster === undefined) throw new UsageError('--audit-interval needs a cluster: --kubeconfig, or an in-cluster service account');
+  const { settings, logger } = options;
+  const { clusterFacts, gates, tenancy, metrics } = parts;
+  const { exclusion, intervalMs, lease } = options.audit;
+  const enabled = new Set(settings.enabled);
+  const audit = stack.use(
+    createPeriodicAudit({
+      intervalMs,
+      request: cluster.createApiRequest(cluster.kubeConfig),
+      facts: clusterFacts,
+      settings: () => ({
+        gates: gates.current(),
+        enabled,
+        policies: tenancy.current(),
+        exclusion,
+        all: false,
+        podNodeSelector: settings.podNodeSelector,
+      }),
+      metrics,
+      logger,
+    }),
+    (periodic) => periodic.stop(),
+  );
+  if (lease === undefined) {
+    audit.start();
+    logger.info({ intervalMs }, "periodic audit on, on every replica (--audit-lease='')");
+    return undefined;
+  }
+  const { createLeaseElection } = await import('../kube/lease-election.js');
+  const election = createLeaseElection({
+    request: cluster.createApiRequest(cluster.kubeConfig),
+    ...lease,
+    onStartedLeading: () => {
+      metrics.auditLeader.set(1);
+      audit.start();
+    },
+    onStoppedLeading: () => {
+      metrics.auditLeader.set(0);
+      audit.pause();
+    },
+    logger,
+  });
+  // The drain gives the Lease up early; stopping waits for that same release.
+  const release = once(() => election.stop());
+  stack.defer(release);
+  election.start();
+  logger.info(
+    { intervalMs, lease: `${lease.namespace}/${lease.name}`, identity: election.identity },
+    'periodic audit on, on the replica holding the audit lease',
+  );
+  return release;
+}
+
+/** The certificate to serve: issued and rotated by tolerator (--certificate-secret), read from files, or generated for development. */
+async function servingCertificate(
+  options: ServerOptions,
+  cluster: Cluster | undefined,
+  renewals: EventEmitter<{ renewed: [CertificatePair] }>,
+  stack: DisposalStack,
+): Promise<CertificatePair> {
+  const { logger } = options;
+  const selfManagedOptions = options.selfManagedCertificate;
+  if (selfManagedOptions !== undefined) {
+    if (cluster === undefined) throw new UsageError('--certificate-secret needs a cluster: --kubeconfig, or an in-cluster service account');
+    const { startSelfManagedCertificates } = await import('../kube/self-managed-certificates.js');
+    const selfManaged = stack.use(
+      await startSelfManagedCertificates({
+        request: cluster.createApiRequest(cluster.kubeConfig),
+        namespace: selfManagedOptions.namespace,
+        secretName: selfManagedOptions.secretName,
+        ...(selfManagedOptions.webhooks === undefined
+          ? {}
+          : { mutatingWebhook: selfManagedOptions.webhooks, validatingWebhook: selfManagedOptions.webhooks }),
+        settings: selfManagedOptions.settings,
+        now: () => new Date(),
+        logger,
+        onRenewed: (pair) => {
+          renewals.emit('renewed', pair);
+        },
+      }),
+      (certificates) => {
+        certificates.stop();
+      },
+    );
+    return selfManaged.current();
+  }
+  if (options.certificateFiles !== undefined) {
+    return readCertificatePair(options.certificateFiles.certFile, options.certificateFiles.keyFile);
+  }
+  logger.warn(
+    'no --tls-cert-file given: serving a generated self-signed development certificate for localhost; never use this in a cluster',
+  );
+  return generateDevelopmentCertificate(new Date());
 }
 
 /** A --client-ca-file that cannot be used is a flag error: the server must not start open. */

@@ -6,9 +6,10 @@
 import assert from 'node:assert/strict';
 import { Agent } from 'node:https';
 import { once } from 'node:events';
+import { createServer, type AddressInfo } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
-import { callServe, spawnServe, startServe, type ServedProcess } from '../support/serve-process.js';
+import { callServe, serveStartDeadlineMs, spawnServe, startServe, type ServedProcess } from '../support/serve-process.js';
 
 // The development certificate is self-signed for localhost: trust it for these calls only.
 const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: false });
@@ -57,6 +58,29 @@ describe('tolerator serve', () => {
       assert.equal(stderr, `tolerator serve: ${message}\n`);
     });
   }
+
+  it('serve on a port in use prints EADDRINUSE and exits 2 instead of hanging: what it had started (the review workers) is stopped', async () => {
+    const occupant = createServer();
+    occupant.listen(0, '127.0.0.1');
+    await once(occupant, 'listening');
+    try {
+      const { port } = occupant.address() as AddressInfo;
+      // A review worker is started before the listener: it is what kept the process alive.
+      const child = spawnServe(['--port', String(port), '--review-workers', '1']);
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      child.stdout.resume();
+      // A hang detector, not a speed test: the start's own deadline (serveStartDeadlineMs says why).
+      const hung = setTimeout(() => child.kill('SIGKILL'), serveStartDeadlineMs);
+      const [code, signal] = (await once(child, 'exit')) as [number | null, NodeJS.Signals | null];
+      clearTimeout(hung);
+      assert.equal(signal, null, `still running ${serveStartDeadlineMs / 1000} s after it failed to listen: ${stderr}`);
+      assert.equal(code, 2);
+      assert.equal(stderr, `tolerator serve: listen EADDRINUSE: address already in use 127.0.0.1:${port}\n`);
+    } finally {
+      occupant.close();
+    }
+  });
 
   it('warns that it serves a development certificate when none is given', () => {
     assert.ok(served.logs.some((entry) => entry.level === 'warn' && /development certificate/.test(String(entry.msg))));
