@@ -71,12 +71,15 @@ const io: CommandIo = {
   stderrIsTerminal: process.stderr.isTTY,
   buildInfo,
   constrainedMemory: () => process.constrainedMemory(),
+  // Every later SIGTERM and SIGINT is absorbed, not only the first: `npm start` execs the server
+  // and forwards the signals it gets, so a Ctrl-C reaches the server twice (from the terminal and
+  // from npm), and the second must not cut the drain short.
   untilShutdown: () =>
     new Promise((resolve) => {
-      process.once('SIGTERM', () => {
+      process.on('SIGTERM', () => {
         resolve('SIGTERM');
       });
-      process.once('SIGINT', () => {
+      process.on('SIGINT', () => {
         resolve('SIGINT');
       });
     }),

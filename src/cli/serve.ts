@@ -172,6 +172,9 @@ async function serve(flags: ParsedFlags, io: CommandIo): Promise<number> {
     audit = { intervalMs, exclusion: readExclusion(flags), lease: parseAuditLease(auditLease ?? defaultAuditLease) };
   }
   const selfManagedCertificate = readSelfManagedCertificateFlags(str, certFile !== undefined);
+  // Listened for before the server starts: a signal that comes while it starts (or the moment it
+  // logs that it serves) stops it once started, with the drain, instead of killing the process.
+  const shutdown = io.untilShutdown?.() ?? new Promise<string>(() => undefined);
   const server = await startServer({
     settings,
     selfManagedCertificate,
@@ -189,7 +192,7 @@ async function serve(flags: ParsedFlags, io: CommandIo): Promise<number> {
     reviewWorkers: workers === undefined ? undefined : Number(workers),
     audit,
   });
-  const signal = await (io.untilShutdown?.() ?? new Promise<string>(() => undefined));
+  const signal = await shutdown;
   logger.info({ signal }, 'signal received');
   await server.stop({ delayMs, graceMs });
   return 0;

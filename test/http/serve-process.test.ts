@@ -5,8 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { Agent } from 'node:https';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
 import { callServe, serveStartDeadlineMs, spawnServe, startServe, type ServedProcess } from '../support/serve-process.js';
@@ -82,6 +85,17 @@ describe('tolerator serve', () => {
     }
   });
 
+  it('a second SIGINT during the drain (a Ctrl-C under npm start arrives twice) does not cut the drain short: it exits 0 after stopping', async () => {
+    const draining = await startServe(['--shutdown-delay', '1', '--review-workers', '0']);
+    const exited = once(draining.child, 'exit');
+    draining.child.kill('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    draining.child.kill('SIGINT');
+    const [code, signal] = (await exited) as [number | null, NodeJS.Signals | null];
+    assert.deepEqual([code, signal], [0, null]);
+    assert.ok(draining.logs.some((entry) => entry.msg === 'stopped'));
+  });
+
   it('warns that it serves a development certificate when none is given', () => {
     assert.ok(served.logs.some((entry) => entry.level === 'warn' && /development certificate/.test(String(entry.msg))));
   });
@@ -151,5 +165,60 @@ describe('tolerator serve', () => {
     const [code] = (await exited) as [number | null];
     assert.equal(code, 0);
     assert.ok(served.logs.some((entry) => entry.msg === 'stopped'));
+  });
+});
+
+/** Every process below `pid`, from /proc (Linux): what a failed test must not leave running. */
+function descendantsOf(pid: number): number[] {
+  try {
+    const children = readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').split(' ').filter(Boolean).map(Number);
+    return children.flatMap((child) => [child, ...descendantsOf(child)]);
+  } catch {
+    return [];
+  }
+}
+
+describe('npm start', () => {
+  it('killing the PID of a backgrounded npm start stops the server: npm forwards the signal to the server it execs, which drains and exits', async () => {
+    const npm = spawn(
+      'npm',
+      ['start', '--', '--port', '0', '--bind-address', '127.0.0.1', '--review-workers', '0', '--shutdown-delay', '0'],
+      {
+        cwd: join(import.meta.dirname, '..', '..'),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    // The server inherits npm's stdout: the pipe ends only when both have exited.
+    const ended = once(npm.stdout, 'end');
+    npm.stderr.resume();
+    let output = '';
+    const serving = new Promise<void>((resolve) => {
+      npm.stdout.on('data', (chunk: Buffer) => {
+        output += chunk.toString('utf8');
+        if (output.includes('"msg":"tolerator serving"')) resolve();
+      });
+    });
+    const started = await Promise.race([
+      serving.then(() => true),
+      new Promise((resolve) => setTimeout(resolve, serveStartDeadlineMs, false)),
+    ]);
+    const spawned = descendantsOf(npm.pid ?? 0);
+    try {
+      assert.ok(started, `npm start did not serve within ${serveStartDeadlineMs / 1000} s: ${output}`);
+      npm.kill('SIGTERM');
+      // A hang detector: the drain is 0 s (--shutdown-delay 0) and nothing is in flight.
+      const gone = await Promise.race([ended.then(() => true), new Promise((resolve) => setTimeout(resolve, 30_000, false))]);
+      assert.ok(gone, `the server still runs 30 s after npm was killed: ${spawned.join(', ')}`);
+      assert.match(output, /"msg":"stopped"/, output.slice(-600));
+    } finally {
+      for (const pid of spawned) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+      npm.kill('SIGKILL');
+    }
   });
 });
