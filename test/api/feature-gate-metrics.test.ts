@@ -193,7 +193,7 @@ describe('parseFeatureSample', () => {
 });
 
 /**
- * CPU time at n and 4n, as test/properties/review-cost.test.ts measures reviews: the least of five
+ * CPU time at n and 4n, as test/properties/review-cost.slow.test.ts measures reviews: the least of five
  * runs after a warm-up, a ratio over the bound measured again before it counts. Linear work grows
  * 4-fold, quadratic 16-fold; 6.5 is review-cost's bound. Each run scans the body `repeats` times
  * (the same count at n and 4n), so that a run lasts milliseconds and the clock's microseconds

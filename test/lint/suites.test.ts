@@ -5,6 +5,7 @@
  * run without its control plane, or not at all.
  */
 import assert from 'node:assert/strict';
+import { execSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { describe, it } from 'node:test';
@@ -28,7 +29,7 @@ describe('the suites', () => {
 
   it('test:unit selects *.test.ts under test/, and no real-cluster folder holds one', () => {
     const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
-    assert.match(scripts['test:unit'] ?? '', /\$\(find test -name "\*\.test\.ts" \| sort\)/);
+    assert.match(scripts['test:unit'] ?? '', /\$\(find test -name "\*\.test\.ts" -not -path "test\/release\/\*" \| sort\)/);
     const swept = files.filter(
       (file) => file.endsWith('.test.ts') && realClusterSuites.some(({ folder }) => file.startsWith(`${folder}/`)),
     );
@@ -42,5 +43,33 @@ describe('the suites', () => {
       ),
     );
     assert.deepEqual(misplaced, []);
+  });
+
+  /** The files a script's `$(find …)` selects, run as npm runs it (sh, from the root). */
+  function selectedBy(script: string): string[] {
+    const scripts = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { scripts: Record<string, string> }).scripts;
+    const find = /\$\((find test [^)]*)\)/.exec(scripts[script] ?? '')?.[1];
+    assert.ok(find !== undefined, `${script} selects its files with find`);
+    return execSync(find, { cwd: root, encoding: 'utf8', shell: '/bin/sh' }).split('\n').filter(Boolean);
+  }
+
+  it('release.test.ts runs in test:release only, not inside test:unit (its header says why: about 75 s)', () => {
+    const unit = selectedBy('test:unit');
+    assert.deepEqual(
+      unit.filter((file) => file.startsWith('test/release/')),
+      [],
+    );
+    assert.ok(unit.includes('test/lint/suites.test.ts'));
+    assert.ok(unit.includes('test/properties/review-cost.slow.test.ts'), 'test:unit runs the slow files too');
+  });
+
+  it('test:unit:fast is test:unit without the *.slow.test.ts files (docs/testing.md: a file named so takes tens of seconds)', () => {
+    const unit = selectedBy('test:unit');
+    const fast = selectedBy('test:unit:fast');
+    assert.deepEqual(
+      fast,
+      unit.filter((file) => !file.endsWith('.slow.test.ts')),
+    );
+    assert.ok(fast.length < unit.length);
   });
 });

@@ -1,6 +1,6 @@
 /**
  * What an audit costs as what it reads grows, compared at n and 4n in one test, as
- * review-cost.test.ts does for reviews: the least CPU time of five runs after a warm-up, a full
+ * review-cost.slow.test.ts does for reviews: the least CPU time of five runs after a warm-up, a full
  * garbage collection before each, a ratio over the bound measured again before it counts.
  * Linear work grows 4-fold, n log n (the findings are sorted) a little more, quadratic 16-fold.
  *
@@ -23,7 +23,7 @@ import { allPluginNames } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { policiesDir, storedPod } from '../support/audit-fixtures.js';
 
-/** As review-cost.test.ts: 4 for linear, about 4.6 for n log n, 16 for quadratic; 6.5 leaves a loaded machine room. */
+/** As review-cost.slow.test.ts: 4 for linear, about 4.6 for n log n, 16 for quadratic; 6.5 leaves a loaded machine room. */
 const maxRatio = 6.5;
 const repetitions = 5;
 const attempts = 4;

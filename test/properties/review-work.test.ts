@@ -12,7 +12,7 @@
  *   key list per object to compare two templates. Each test measures one of these at a size where
  *   the code before them cost many times more.
  * - The same shapes at n and 4n through the whole review (both webhooks, as
- *   test/properties/review-cost.test.ts runs them): linear work allocates and holds 4 times as much,
+ *   test/properties/review-cost.slow.test.ts runs them): linear work allocates and holds 4 times as much,
  *   quadratic work 16 times; the bound is 5.
  * - Ordinary reviews get cheaper (item 4): the realistic mix allocates a bounded multiple of what
  *   parsing its bodies allocates (garbage collection was a tenth of the CPU of `npm run bench`), and
@@ -174,7 +174,7 @@ const shapes: readonly Shape[] = [
   },
 ];
 
-/** The whole review on both webhooks, as review-cost.test.ts runs it: parse, mutate, validate the result, respond. */
+/** The whole review on both webhooks, as review-cost.slow.test.ts runs it: parse, mutate, validate the result, respond. */
 async function runReview(pipeline: Pipeline, body: Uint8Array): Promise<string> {
   const parsed = parseAdmissionReview(body);
   const { decision } = await pipeline.review(parsed, ['mutate', 'validate']);

@@ -254,7 +254,7 @@ describe('cost', () => {
     return least;
   }
 
-  /** Linear work grows ×4 for 4× the size, quadratic ×16; 6.5 as test/properties/review-cost.test.ts. */
+  /** Linear work grows ×4 for 4× the size, quadratic ×16; 6.5 as test/properties/review-cost.slow.test.ts. */
   function assertLinear(build: (n: number) => () => void, n: number): void {
     const small = build(n);
     const large = build(4 * n);

@@ -24,7 +24,7 @@ const root = join(import.meta.dirname, '..', '..');
 /**
  * 4n against n: linear is 4, O(pod × nodes) grown together or a quadratic term 16. 6.5 leaves room
  * for a loaded machine (one run here, alongside other test processes, crossed 5) and is still 2.5
- * times below quadratic; the same bound as test/properties/review-cost.test.ts.
+ * times below quadratic; the same bound as test/properties/review-cost.slow.test.ts.
  */
 const maxGrowth = 6.5;
 /** Past the budget the work is the budget's, whatever the cluster: 2× for noise. */

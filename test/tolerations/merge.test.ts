@@ -622,7 +622,7 @@ describe('mergeTolerations and verifyAgainstWhitelist cost O(n log n) where upst
   // quadratic as the reference fails by ×4; the indexed versions pass by about ×10. A plain growth
   // ratio would be noisier: linear work on hash maps of tens of thousands of entries measures ×5 to
   // ×9 for 4× the entries on a busy machine, as the maps outgrow the CPU caches
-  // (test/properties/review-cost.test.ts checks growth over whole reviews).
+  // (test/properties/review-cost.slow.test.ts checks growth over whole reviews).
 
   /** The least CPU time, in microseconds, of `runs` runs of `work`, after one more to compile it. */
   function leastCpuMicros(work: () => unknown, runs: number): number {
