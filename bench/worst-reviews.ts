@@ -17,7 +17,7 @@
  * 3 MiB unescaped and sent escaped.
  *
  * Pure builders, no I/O beyond reading the two fixtures they start from: bench/worst.ts measures
- * them against the real server, and test/faults/one-review-starves-none.test.ts sends them.
+ * them against the real server, and test/faults/one-review-starves-none.slow.test.ts sends them.
  */
 import { readFileSync } from 'node:fs';
 import { escapedUpdateReview } from './escaped-reviews.js';

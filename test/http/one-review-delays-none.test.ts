@@ -7,7 +7,7 @@
  * Here the offload is a stand-in that holds every large review until the test lets it go, so the
  * assertions are about order and counts: which reviews were handed over, which were answered
  * while the others were still held. How long a small review waits with real large ones in flight
- * is measured in `npm run bench` ("Starvation"), and by test/faults/one-review-starves-none.test.ts
+ * is measured in `npm run bench` ("Starvation"), and by test/faults/one-review-starves-none.slow.test.ts
  * against a served process.
  */
 import assert from 'node:assert/strict';
