@@ -7,6 +7,7 @@
  * way to decide reviews away from the accepting thread (a pool, a batch) implements
  * `ReviewRunner`, which the HTTP app takes.
  */
+import { clipText } from '../api/text-bounds.js';
 import type { PluginName } from '../plugins/plugin.js';
 import type { Pipeline, ReviewTrace, WebhookSide } from './pipeline.js';
 import { buildAdmissionResponse, type AdmissionDecision, type AdmissionReviewResponse } from './response.js';
@@ -44,13 +45,18 @@ export interface ReviewSummary {
   readonly patchOperations: number;
 }
 
+/**
+ * The summary's strings come from the review, whoever sent it: a megabyte name or namespace (the
+ * API server validates names only after the mutating webhooks) is clipped to maxQuotedChars, as
+ * any text quoting an object is, so that no log line is longer than the rest of it.
+ */
 export function summarizeReview({ parsed, decision, trace, response }: ReviewRun): ReviewSummary {
   const attributes = parsed.attributes;
   return {
-    uid: parsed.uid,
-    kind: attributes.kind.kind,
-    namespace: attributes.namespace,
-    name: attributes.name,
+    uid: clipText(parsed.uid),
+    kind: clipText(attributes.kind.kind),
+    namespace: clipText(attributes.namespace),
+    name: clipText(attributes.name),
     operation: attributes.operation,
     dryRun: attributes.dryRun,
     decision: decision.allowed ? (response.response.patch === undefined ? 'allowed' : 'patched') : 'denied',
