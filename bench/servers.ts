@@ -23,6 +23,8 @@ export interface Certificate {
 
 export interface ServerSpec {
   readonly label: string;
+  /** More flags for `tolerator serve` (`--review-workers 0`). */
+  readonly serveArgs?: readonly string[];
   readonly kind: 'tolerator' | 'floor' | 'express-floor';
   readonly logLevel?: 'info' | 'warn';
   readonly policiesDir?: string;
@@ -133,6 +135,7 @@ export function commandFor(spec: ServerSpec, port: number, certificate: Certific
     '0',
     '--shutdown-grace',
     '2',
+    ...(spec.serveArgs ?? []),
   ];
 }
 

@@ -16,6 +16,8 @@
  * A 4xx or 5xx is never a denial: kube-apiserver treats any non-200 answer as a failed call and applies
  * the webhook's failurePolicy, which is what must happen when the request itself is broken.
  */
+import { clipToBytes, maxItemBytes } from '../api/text-bounds.js';
+
 export type AdmissionErrorCode =
   | 'MalformedJSON'
   | 'InvalidEncoding'
@@ -90,11 +92,15 @@ export interface StatusBody {
 
 /**
  * Maps anything thrown to a status. Unknown errors become a 500 with a generic message: their
- * text may hold object contents or internals, so it goes to the log, never onto the wire.
+ * text may hold object contents or internals, so it goes to the log, never onto the wire. A
+ * refusal's message quotes what was wrong, clipped where it is made (src/admission/review.ts);
+ * here it is bounded as a whole to maxItemBytes, the most any one item of an answer takes
+ * (src/api/text-bounds.ts), whatever a future message quotes.
  */
 export function toStatusBody(error: unknown): StatusBody {
   const known = error instanceof AdmissionError ? error : undefined;
   const code = known?.httpStatus ?? 500;
-  const message = known?.message ?? 'internal error: the webhook could not decide; see its log';
+  const message =
+    known === undefined ? 'internal error: the webhook could not decide; see its log' : clipToBytes(known.message, maxItemBytes);
   return { apiVersion: 'v1', kind: 'Status', metadata: {}, status: 'Failure', message, reason: reasonOf[code] ?? 'InternalError', code };
 }

@@ -61,7 +61,13 @@ export interface AdmissionReviewResponse {
  * The response envelope. No patch and no patchType when nothing changed: the API server then
  * keeps the object as it was, and a patch of `[]` would only cost a decode.
  */
-export function buildAdmissionResponse(apiVersion: string, uid: string, decision: AdmissionDecision): AdmissionReviewResponse {
+export function buildAdmissionResponse(
+  apiVersion: string,
+  uid: string,
+  decision: AdmissionDecision,
+  /** `JSON.stringify(decision.patch)` when the caller has it already (src/admission/run-review.ts measures it). */
+  patchJson?: string,
+): AdmissionReviewResponse {
   const warnings = boundWarnings(decision.warnings ?? []);
   const auditAnnotations = boundAuditAnnotations(decision.auditAnnotations ?? {});
   // Built field by field rather than by spreading optional parts: it runs for every review, and
@@ -72,7 +78,7 @@ export function buildAdmissionResponse(apiVersion: string, uid: string, decision
   }
   if (decision.allowed && decision.patch !== undefined && decision.patch.length > 0) {
     response.patchType = 'JSONPatch';
-    response.patch = Buffer.from(JSON.stringify(decision.patch)).toString('base64');
+    response.patch = Buffer.from(patchJson ?? JSON.stringify(decision.patch)).toString('base64');
   }
   if (warnings.length > 0) {
     response.warnings = warnings;

@@ -4,6 +4,7 @@
  */
 import { Buffer, isUtf8 } from 'node:buffer';
 import type { JsonObject } from '../api/types.js';
+import { clipText } from '../api/text-bounds.js';
 import { isJsonObject } from '../api/types.js';
 import type { AdmissionAttributes, Operation, UserInfo } from '../plugins/plugin.js';
 import { AdmissionError } from './errors.js';
@@ -25,6 +26,19 @@ export interface ParsedReview {
 }
 
 const operations: readonly Operation[] = ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'];
+
+/**
+ * 256 characters: kube-apiserver makes each call's uid with uuid.NewUUID, 36 characters
+ * (staging/src/k8s.io/apiserver/pkg/admission/plugin/webhook/request/admissionreview.go), and the
+ * answer must carry it back whole, so a longer one cannot be clipped: it is refused. Seven times
+ * a UUID leaves room for a replay or test tool with ids of its own.
+ */
+export const maxUidChars = 256;
+
+/** A value of the review quoted in a refusal: JSON, clipped (src/api/text-bounds.ts), since whoever reaches the port chooses it. */
+function quoted(value: unknown): string {
+  return typeof value === 'string' ? JSON.stringify(clipText(value)) : clipText(JSON.stringify(value));
+}
 
 /**
  * The body as text, refusing bytes that are not UTF-8. isUtf8 (simdutf) then Buffer's decoder,
@@ -166,15 +180,12 @@ function readReview(review: unknown): ParsedReview {
   const apiVersion = review.apiVersion;
   const kind = review.kind;
   if (kind !== 'AdmissionReview') {
-    throw new AdmissionError(
-      'NotAdmissionReview',
-      `kind must be "AdmissionReview", got ${kind === undefined ? 'nothing' : JSON.stringify(kind)}`,
-    );
+    throw new AdmissionError('NotAdmissionReview', `kind must be "AdmissionReview", got ${kind === undefined ? 'nothing' : quoted(kind)}`);
   }
   if (apiVersion !== 'admission.k8s.io/v1') {
     throw new AdmissionError(
       'UnsupportedVersion',
-      `apiVersion ${apiVersion === undefined ? '(missing)' : JSON.stringify(apiVersion)} is not supported; this webhook speaks admission.k8s.io/v1 (set admissionReviewVersions: [v1])`,
+      `apiVersion ${apiVersion === undefined ? '(missing)' : quoted(apiVersion)} is not supported; this webhook speaks admission.k8s.io/v1 (set admissionReviewVersions: [v1])`,
     );
   }
   if (!isJsonObject(review.request)) {
@@ -185,13 +196,16 @@ function readReview(review: unknown): ParsedReview {
   if (uid.length === 0) {
     throw new AdmissionError('MissingUID', 'request.uid must not be empty');
   }
+  if (uid.length > maxUidChars) {
+    throw new AdmissionError('InvalidField', `request.uid is ${uid.length} characters long; at most ${maxUidChars}`);
+  }
   const kindObject = field(request, 'kind', 'request', 'object', true) as JsonObject;
   const resourceObject = field(request, 'resource', 'request', 'object', true) as JsonObject;
   const operation = field(request, 'operation', 'request', 'string', true) as string;
   if (!(operations as readonly string[]).includes(operation)) {
     throw new AdmissionError(
       'InvalidField',
-      `request.operation: unsupported value ${JSON.stringify(operation)}; expected one of CREATE, UPDATE, DELETE, CONNECT`,
+      `request.operation: unsupported value ${quoted(operation)}; expected one of CREATE, UPDATE, DELETE, CONNECT`,
     );
   }
   const group = (field(kindObject, 'group', 'request.kind', 'string', false) as string | undefined) ?? '';
@@ -250,7 +264,7 @@ function readUserInfo(request: JsonObject): UserInfo {
   const extraValues: Record<string, readonly string[]> = {};
   for (const [key, values] of Object.entries(extra)) {
     // defineProperty: a key named `__proto__` stays a plain key.
-    Object.defineProperty(extraValues, key, { value: stringList(values, `${path}.extra[${JSON.stringify(key)}]`), enumerable: true });
+    Object.defineProperty(extraValues, key, { value: stringList(values, `${path}.extra[${quoted(key)}]`), enumerable: true });
   }
   return {
     username: (field(userInfo, 'username', path, 'string', false) as string | undefined) ?? '',

@@ -282,6 +282,14 @@ export function terminalSafe(text: string): string {
   });
 }
 
+/**
+ * Text of several lines for a terminal (`explain`, `simulate` and `test` print their reports
+ * with it): each line as terminalSafe writes it, the line breaks kept.
+ */
+export function terminalLines(text: string): string {
+  return text.split('\n').map(terminalSafe).join('\n');
+}
+
 // eslint-disable-next-line no-control-regex -- matching control characters is the point
 const controlCharacters = /[\u0000-\u001f\u007f-\u009f]/g;
 

@@ -277,9 +277,9 @@ async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const { pipeline, policies } = offlinePipeline(settings, io);
   const cautions = policyCautionLines(policies());
   if (output === 'text') {
-    for (const line of cautions) io.stdout(`${line}\n\n`);
+    for (const line of cautions) io.stdout(`${terminalSafe(line)}\n\n`);
   } else {
-    for (const line of cautions) io.stderr(`tolerator explain: ${line}\n`);
+    for (const line of cautions) io.stderr(`tolerator explain: ${terminalSafe(line)}\n`);
   }
   const skipped = new Map<string, number>();
   const entries = flags.positionals.flatMap((file) => {
@@ -300,7 +300,8 @@ async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   for (const entry of entries) {
     const explanation = await explainEntry(pipeline, entry);
     explanations.push(explanation);
-    if (output === 'text') io.stdout(`${explanationLines(explanation).join('\n')}\n\n`);
+    // The lines quote the manifest: its control characters are written escaped (terminalSafe).
+    if (output === 'text') io.stdout(`${explanationLines(explanation).map(terminalSafe).join('\n')}\n\n`);
   }
   if (output === 'json') io.stdout(`${JSON.stringify(explanations, null, 2)}\n`);
   if (output === 'yaml') io.stdout(stringify(explanations));

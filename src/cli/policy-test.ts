@@ -30,6 +30,7 @@
  * pipeline as the server (`pipelineFor`), built from the same flags. Exit code: 0 when every case
  * passes, 1 when one fails, 2 when the directory or a case cannot be read.
  */
+import { terminalLines, terminalSafe } from '../audit/audit-summary.js';
 import { readdirSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { diffArrays } from 'diff';
@@ -216,7 +217,7 @@ export async function runTestCase(
     if (cached === undefined) {
       cached = loadPolicies(dir, '; ');
       for (const caution of cached.policies.flatMap((policy) => policy.cautions))
-        io.stderr(`tolerator test: caution: --policies ${dir}: ${caution}\n`);
+        io.stderr(`tolerator test: caution: --policies ${terminalSafe(`${dir}: ${caution}`)}\n`);
       policies.set(dir, cached);
     }
     set = cached;
@@ -377,10 +378,11 @@ async function runTests(flags: ParsedFlags, io: CommandIo): Promise<number> {
       ...(result.passed ? {} : { failure: result.failure ?? '' }),
     });
     if (result.passed) {
-      if (text) io.stdout(`PASS ${label}\n`);
+      if (text) io.stdout(`PASS ${terminalSafe(label)}\n`);
     } else {
       failed++;
-      if (text) io.stdout(`FAIL ${label}\n${indent(result.failure ?? '')}\n`);
+      // The case's name and its failure quote the case file and the object: escaped for the terminal.
+      if (text) io.stdout(`FAIL ${terminalSafe(label)}\n${terminalLines(indent(result.failure ?? ''))}\n`);
     }
   }
   const summary = { passed: cases.length - failed, failed, total: cases.length };

@@ -13,6 +13,7 @@
  * Exit code: 0 when every pod can be scheduled on at least one node (with `--running`: may keep
  * running on at least one), 1 otherwise or when `--mutate` denies a pod, 2 on a usage or input error.
  */
+import { terminalLines, terminalSafe } from '../audit/audit-summary.js';
 import { parseAllDocuments, stringify } from 'yaml';
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { Node, Pod } from '../api/types.js';
@@ -89,7 +90,7 @@ async function simulate(flags: ParsedFlags, io: CommandIo): Promise<number> {
     if (flags.positionals.length === 0) throw new UsageError('give at least one file of pods or workloads');
     const settings = readAdmissionSettings(flags);
     const warn = (warning: string): void => {
-      io.stderr(`tolerator simulate: ${warning}\n`);
+      io.stderr(`tolerator simulate: ${terminalSafe(warning)}\n`);
     };
     // Warnings about the nodes file wait until it is known to hold nodes at all.
     const nodeWarnings: string[] = [];
@@ -101,7 +102,7 @@ async function simulate(flags: ParsedFlags, io: CommandIo): Promise<number> {
       settings.clusterStateFile === undefined ? nodeState : readClusterState(settings.clusterStateFile, io.readFile, () => undefined);
     const subjects = flags.positionals.flatMap((file) =>
       podsInFile(file === '-' ? Buffer.from(io.readStdin()).toString('utf8') : io.readFile(file), file, (warning) => {
-        io.stderr(`tolerator simulate: ${warning}\n`);
+        warn(warning);
       }),
     );
     if (subjects.length === 0) throw new InputError('no pod or workload found in the given files');
@@ -130,14 +131,17 @@ async function simulate(flags: ParsedFlags, io: CommandIo): Promise<number> {
       ? `${JSON.stringify(reports, null, 2)}\n`
       : prepared.output === 'yaml'
         ? stringify(reports)
-        : renderTable(reports),
+        : // The table quotes the pods and nodes files: their control characters are written escaped.
+          terminalLines(renderTable(reports)),
   );
   const placed = (report: PodReport): boolean => report.denied === undefined && report.nodes.some((placement) => placement.schedulable);
   for (const report of reports.filter((r) => !placed(r))) {
     io.stderr(
-      report.denied === undefined
-        ? `tolerator simulate: ${report.pod} fits none of the ${nodes.length} nodes\n`
-        : `tolerator simulate: ${report.pod} is denied by admission: ${report.denied}\n`,
+      terminalSafe(
+        report.denied === undefined
+          ? `tolerator simulate: ${report.pod} fits none of the ${nodes.length} nodes`
+          : `tolerator simulate: ${report.pod} is denied by admission: ${report.denied}`,
+      ) + '\n',
     );
   }
   return reports.every(placed) ? 0 : 1;

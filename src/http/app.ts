@@ -12,6 +12,7 @@ import type { IncomingMessage, RequestListener, ServerResponse } from 'node:http
 import express, { type NextFunction, type Request, type Response } from 'express';
 import type { Logger } from 'pino';
 import { AdmissionError, toStatusBody } from '../admission/errors.js';
+import { clipText } from '../api/text-bounds.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import type { ReviewRunner } from '../admission/run-review.js';
 import { answerReview } from '../admission/answer-review.js';
@@ -349,14 +350,14 @@ function sendError(error: unknown, path: string, res: ServerResponse, deps: AppD
     // Known not to have decided (past its deadline, its worker died): counted and logged as
     // undecided, with a message of our own on the wire.
     deps.metrics.undecidedReviews.inc();
-    deps.logger.error({ path, code: status.code, reason: error.code, message: error.message }, 'could not decide');
+    deps.logger.error({ path: clipText(path), code: status.code, reason: error.code, message: status.message }, 'could not decide');
   } else if (error instanceof AdmissionError) {
     deps.metrics.rejectedRequests.inc({ code: String(status.code) });
-    deps.logger.warn({ path, code: status.code, reason: error.code, message: error.message }, 'request refused');
+    deps.logger.warn({ path: clipText(path), code: status.code, reason: error.code, message: status.message }, 'request refused');
   } else {
     // Only here does an error's text go anywhere: to the log, never onto the wire.
     deps.metrics.undecidedReviews.inc();
-    deps.logger.error({ err: error, path }, 'could not decide');
+    deps.logger.error({ err: error, path: clipText(path) }, 'could not decide');
   }
   if (res.headersSent) {
     return;

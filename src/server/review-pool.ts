@@ -8,11 +8,19 @@
  * - A bounded number of workers (src/http/transport-limits.ts derives it from memory and CPUs),
  *   each deciding one review at a time, each with a heap limit of its own: a review that needs
  *   more ends its worker (ERR_WORKER_OUT_OF_MEMORY), not the process, and is answered 500.
- * - Reviews wait in one queue, first in first out; what waits is bounded by the budget of bodies
- *   in flight (src/http/body-budget.ts), which holds a body until its review is answered.
+ * - Reviews wait in a fair queue, one lane per namespace (`fairnessKey`): the next review a worker
+ *   takes is the one whose namespace has had the fewest bytes decided since it last had none
+ *   waiting (start-time fair queueing, with a review's body size as its cost; between equals, the
+ *   smaller body first). So one tenant's many 3 MiB reviews delay another namespace's review by at
+ *   most the reviews already being decided, never by the ones queued before it; what waits is
+ *   bounded by the budget of bodies in flight (src/http/body-budget.ts), which holds a body until
+ *   its review is answered.
  * - Each review has a deadline (the API server's own timeout, src/http/app.ts): one still queued
  *   then is answered 500 without being decided; one still being decided is answered 500 and its
- *   worker is ended (JavaScript cannot be interrupted otherwise) and replaced.
+ *   answer dropped when it comes: the worker finishes it (review work is linear in the body, a
+ *   second or two at the largest) and goes on, since a caller that sends short timeouts must not
+ *   end workers. Only a review still running `stuckMs` past its deadline ends its worker
+ *   (JavaScript cannot be interrupted otherwise), which is then replaced.
  * - The context a worker decides with is data (src/server/protocol.ts): a thread cannot call the
  *   closures over the informer caches, so the settings, the policy files' texts, the nodes (by
  *   delta, src/server/node-mirror.ts) and each review's gates are sent; the Namespace and named
@@ -48,6 +56,8 @@ export interface ReviewPoolOptions {
   readonly now: () => number;
   /** The worker's entry; tests pass a stand-in. Default: src/server/review-worker. */
   readonly workerUrl?: URL;
+  /** How long past its deadline a review may still run before its worker is ended (default `stuckMs`). */
+  readonly stuckMs?: number;
 }
 
 export interface PoolStats {
@@ -61,6 +71,8 @@ export interface PoolStats {
   readonly started: number;
   /** Reviews answered 500 because their deadline passed. */
   readonly expired: number;
+  /** Workers ended because a review ran `stuckMs` past its deadline. */
+  readonly ended: number;
 }
 
 export interface ReviewPool extends ReviewRunner {
@@ -73,6 +85,11 @@ interface Job {
   readonly id: number;
   readonly side: WebhookSide;
   body: Uint8Array | undefined;
+  /** The body's bytes: the review's cost in the fair queue. */
+  readonly bytes: number;
+  /** Its lane (`fairnessKey`) and its start tag in it (`FairQueue`). */
+  readonly lane: string;
+  start: number;
   readonly deadline: number;
   readonly resolve: (answer: ReviewAnswer) => void;
   readonly reject: (error: unknown) => void;
@@ -103,15 +120,116 @@ const defaultWorkerUrl = new URL(`./review-worker${extname(fileURLToPath(import.
  */
 const restartBackoff = { initialMs: 1_000, maxMs: 30_000 };
 
+/**
+ * 30 s past its deadline: a review still running then is not a review's linear work (the largest,
+ * 36 MiB escaped UPDATEs, take a few seconds: bench/RESULTS.md, "The worst review") but a worker
+ * that will not finish, and ending it is the only way to get the thread back. 30 s is also the
+ * longest timeout an API server gives a webhook, so no caller's deadline can make it shorter.
+ */
+export const stuckMs = 30_000;
+
+/**
+ * How far into a body `fairnessKey` looks: 64 KiB. kube-apiserver writes the request's fields in
+ * the Go struct's order (uid, kind, resource, subResource, requestKind, requestResource,
+ * requestSubResource, name, namespace, operation, userInfo, object…), so `namespace` comes after
+ * a few hundred bytes unless the name is built to be long; a body that hides it further (or a
+ * client that writes JSON otherwise) only puts its reviews in the lane of those without one.
+ */
+const fairnessScanBytes = 64 * 1024;
+const namespaceField = Buffer.from('"namespace":"');
+
+/**
+ * The fair queue's lane of a review: its request's namespace, read from the raw body without
+ * parsing it (parsing 3 MiB is what the worker is for). Per namespace rather than per user: most
+ * pods are created by controllers (the ReplicaSet controller creates every Deployment's pods as
+ * one service account), so per user every tenant's workloads would share one lane, while the
+ * namespace is the unit the tenancy policies give a team. The key only orders reviews; it never
+ * decides one, so a wrong one (a body that is not the API server's) costs its sender only its place.
+ * The first `"namespace":"` of the body is the request's: the same bytes inside a JSON string would
+ * have their quotes escaped, and no field before it holds an object with that key.
+ */
+export function fairnessKey(body: Uint8Array): string {
+  const buffer = Buffer.from(body.buffer, body.byteOffset, Math.min(body.byteLength, fairnessScanBytes));
+  const at = buffer.indexOf(namespaceField);
+  if (at === -1) return '';
+  const from = at + namespaceField.length;
+  // A namespace is a DNS label: 63 characters, none of them a quote or a backslash.
+  const end = buffer.indexOf(0x22, from);
+  if (end === -1 || end - from > 63) return '';
+  return buffer.toString('latin1', from, end);
+}
+
+/**
+ * Start-time fair queueing over lanes (Goyal, Vin and Cheng, 1996), a review's cost its body
+ * bytes: each review gets a start tag, the later of the virtual time (the start tag of the review
+ * last taken) and the finish tag of its lane's previous review; the review with the smallest start
+ * tag is taken next, the smaller body first between equals. A lane that had nothing waiting starts
+ * at the virtual time, not at zero, so a namespace quiet for an hour cannot then take every worker.
+ * At most one lane per body in flight waits, so a linear scan is cheap.
+ */
+class FairQueue {
+  private readonly lanes = new Map<string, { jobs: Job[]; finish: number }>();
+  private virtualTime = 0;
+  size = 0;
+
+  push(job: Job): void {
+    let lane = this.lanes.get(job.lane);
+    if (lane === undefined) {
+      lane = { jobs: [], finish: this.virtualTime };
+      this.lanes.set(job.lane, lane);
+    }
+    job.start = Math.max(this.virtualTime, lane.finish);
+    lane.finish = job.start + job.bytes;
+    lane.jobs.push(job);
+    this.size++;
+  }
+
+  shift(): Job | undefined {
+    let best: Job | undefined;
+    for (const { jobs } of this.lanes.values()) {
+      const head = jobs[0];
+      if (head !== undefined && (best === undefined || head.start < best.start || (head.start === best.start && head.bytes < best.bytes))) {
+        best = head;
+      }
+    }
+    if (best !== undefined) {
+      this.virtualTime = best.start;
+      this.remove(best);
+    }
+    return best;
+  }
+
+  /** Takes `job` out; false when it was not waiting. */
+  remove(job: Job): boolean {
+    const lane = this.lanes.get(job.lane);
+    const at = lane?.jobs.indexOf(job) ?? -1;
+    if (lane === undefined || at === -1) return false;
+    lane.jobs.splice(at, 1);
+    this.size--;
+    // An empty lane is forgotten: it starts again at the virtual time.
+    if (lane.jobs.length === 0) this.lanes.delete(job.lane);
+    return true;
+  }
+
+  drain(): Job[] {
+    const all = [...this.lanes.values()].flatMap((lane) => lane.jobs);
+    this.lanes.clear();
+    this.size = 0;
+    return all;
+  }
+}
+
 export async function startReviewPool(options: ReviewPoolOptions): Promise<ReviewPool> {
   const { logger } = options;
   const setup: WorkerSetup = { settings: options.settings, knowsNodes: options.clusterFacts.knowsNodes };
   const url = options.workerUrl ?? defaultWorkerUrl;
   const slots = new Set<Slot>();
-  const queue: Job[] = [];
+  const queue = new FairQueue();
   let nextJob = 0;
   let started = 0;
   let expired = 0;
+  let ended = 0;
+  const stuckAfterMs = options.stuckMs ?? stuckMs;
   let closing = false;
   let failedStarts = 0;
 
@@ -160,7 +278,7 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
 
   const dispatch = (): void => {
     for (const slot of slots) {
-      if (queue.length === 0) return;
+      if (queue.size === 0) return;
       if (!slot.ready || slot.job !== undefined) continue;
       const job = queue.shift();
       if (job !== undefined) run(slot, job);
@@ -168,21 +286,27 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
   };
 
   const expire = (job: Job): void => {
-    const waiting = queue.indexOf(job);
-    if (waiting !== -1) queue.splice(waiting, 1);
+    const waiting = queue.remove(job);
     for (const slot of slots) {
       if (slot.job === job) {
-        // Still deciding: JavaScript cannot be interrupted, so the worker goes and another comes.
-        slot.job = undefined;
-        slot.ready = false;
-        void slot.worker.terminate();
+        // Still deciding: the answer is abandoned (settled below, so the worker's is dropped when
+        // it comes), not the worker, unless it never comes.
+        const stuck = setTimeout(() => {
+          if (slot.job !== job) return;
+          // JavaScript cannot be interrupted: the worker goes and another comes.
+          ended++;
+          slot.ready = false;
+          logger.error({ reviewId: job.id, stuckMs: stuckAfterMs }, 'a review worker ran one review far past its deadline; ending it');
+          void slot.worker.terminate();
+        }, stuckAfterMs);
+        stuck.unref();
       }
     }
     expired++;
     settle(job, {
       error: new AdmissionError(
         'CouldNotDecide',
-        `the review was not decided within its deadline (the API server's timeout)${waiting === -1 ? '' : ': it was still waiting for a review worker'}`,
+        `the review was not decided within its deadline (the API server's timeout)${waiting ? ': it was still waiting for a review worker' : ''}`,
       ),
     });
   };
@@ -295,7 +419,19 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
           reject(new AdmissionError('CouldNotDecide', 'the webhook is shutting down'));
           return;
         }
-        const job: Job = { id: nextJob++, side, body, deadline, resolve, reject, timer: undefined, settled: false };
+        const job: Job = {
+          id: nextJob++,
+          side,
+          body,
+          bytes: body.byteLength,
+          lane: fairnessKey(body),
+          start: 0,
+          deadline,
+          resolve,
+          reject,
+          timer: undefined,
+          settled: false,
+        };
         job.timer = setTimeout(
           () => {
             expire(job);
@@ -309,13 +445,14 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
     stats: () => ({
       ready: [...slots].filter((slot) => slot.ready).length,
       busy: [...slots].filter((slot) => slot.job !== undefined).length,
-      queued: queue.length,
+      queued: queue.size,
       started,
       expired,
+      ended,
     }),
     async close() {
       closing = true;
-      for (const job of queue.splice(0)) {
+      for (const job of queue.drain()) {
         settle(job, { error: new AdmissionError('CouldNotDecide', 'the webhook is shutting down') });
       }
       await Promise.all([...slots].map((slot) => slot.worker.terminate()));

@@ -12,7 +12,7 @@ import type { Namespace, Node } from '../../src/api/types.js';
 import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
 import { loadPolicies } from '../../src/server/tenancy-policies.js';
-import { startReviewPool, type ReviewPool, type ReviewPoolOptions } from '../../src/server/review-pool.js';
+import { fairnessKey, startReviewPool, type ReviewPool, type ReviewPoolOptions } from '../../src/server/review-pool.js';
 import { emptyPolicySet, type PolicySet } from '../../src/tenancy/policy-set.js';
 import { policySetFromSources } from '../../src/tenancy/policy-directory.js';
 import { loadReviewFixture, silentLogger } from '../support/harness.js';
@@ -79,12 +79,24 @@ describe('the review pool: deadlines, a worker that dies, and what a worker deci
     assert.equal(reviews.stats().started, 1);
   });
 
-  it('a review still being decided when its deadline passes is answered 500, and its worker is replaced', async () => {
+  it("a caller's short timeout ends the worker: no more; the answer is abandoned and the worker goes on to the next review", async () => {
     const reviews = await pool();
-    const stuck = reviews.review('validate', command({ holdMs: 30_000 }), performance.now() + 200);
-    await assert.rejects(stuck, couldNotDecide(/not decided within its deadline/));
+    const late = reviews.review('validate', command({ holdMs: 600 }), performance.now() + 100);
+    await assert.rejects(late, couldNotDecide(/not decided within its deadline/));
     assert.equal(reviews.stats().expired, 1);
+    // The worker finishes the abandoned review, then decides the next one: the same worker.
+    const next = await reviews.review('validate', command({}), far());
+    assert.equal(received(next), 2, 'the worker that decided the late review decided this one');
+    assert.equal(reviews.stats().started, 1, 'no worker was ended or started for a short timeout');
+    assert.equal(reviews.stats().ended, 0);
+  });
+
+  it('a review still running stuckMs past its deadline ends its worker, which is replaced', async () => {
+    const reviews = await pool({ stuckMs: 200 });
+    const stuck = reviews.review('validate', command({ holdMs: 30_000 }), performance.now() + 100);
+    await assert.rejects(stuck, couldNotDecide(/not decided within its deadline/));
     await until(() => reviews.stats().started === 2 && reviews.stats().ready === 1, 'a second worker ready');
+    assert.equal(reviews.stats().ended, 1);
     const next = await reviews.review('validate', command({}), far());
     assert.equal(received(next), 1, 'a new worker answered it');
   });
@@ -112,6 +124,48 @@ describe('the review pool: deadlines, a worker that dies, and what a worker deci
     assert.equal(threads.size, 2, 'both workers decided');
     assert.equal(reviews.stats().started, 2);
     assert.equal(reviews.stats().queued, 0);
+  });
+
+  it("large reviews starve each other: no more; another namespace's review waits only for the review being decided", async () => {
+    const reviews = await pool();
+    const order: string[] = [];
+    const track = (label: string, body: object): Promise<void> =>
+      reviews.review('validate', command(body), far()).then(() => {
+        order.push(label);
+      });
+    // One tenant keeps six large reviews in flight (a 3 MiB pod's body, held 150 ms each)…
+    const large = { namespace: 'tenant-a', holdMs: 150, padding: 'x'.repeat(3 * 1024 * 1024) };
+    const tenant = Array.from({ length: 6 }, (_, i) => track(`tenant-a ${i}`, large));
+    // …then another team's ordinary review of 120 KB arrives.
+    const other = track('team-b', { namespace: 'team-b', padding: 'y'.repeat(120_000) });
+    await Promise.all([...tenant, other]);
+    assert.deepEqual(order.slice(0, 2), ['tenant-a 0', 'team-b'], `answered in the order ${order.join(', ')}`);
+  });
+
+  it("a small review never waits behind large ones: neither two tenants' queues nor a lane that was quiet", async () => {
+    const reviews = await pool();
+    const order: string[] = [];
+    const track = (label: string, namespace: string, bytes: number): Promise<void> =>
+      reviews.review('validate', command({ namespace, holdMs: 100, padding: 'x'.repeat(bytes) }), far()).then(() => {
+        order.push(label);
+      });
+    const first = [0, 1, 2].flatMap((i) => [track(`a${i}`, 'tenant-a', 3_000_000), track(`c${i}`, 'tenant-c', 3_000_000)]);
+    const small = track('b', 'team-b', 100_000);
+    await Promise.all([...first, small]);
+    assert.equal(order[1], 'b', `answered in the order ${order.join(', ')}`);
+    // Between the two tenants, their reviews alternate: neither lane takes the worker twice in a row.
+    const large = order.filter((label) => label !== 'b');
+    for (let i = 1; i < large.length; i++) assert.notEqual(large[i]?.[0], large[i - 1]?.[0], `alternating: ${large.join(', ')}`);
+  });
+
+  it('the fair queue\'s lane is the request\'s namespace, read from the raw body (its first "namespace" field)', () => {
+    assert.equal(
+      fairnessKey(command({ request: { uid: 'u', name: 'n', namespace: 'team-b', object: { metadata: { namespace: 'x' } } } })),
+      'team-b',
+    );
+    assert.equal(fairnessKey(command({ request: { uid: 'u', name: '"namespace":"forged"' } })), '', 'quotes inside a string are escaped');
+    assert.equal(fairnessKey(command({ request: { namespace: 'n'.repeat(64) } })), '', 'longer than a namespace can be');
+    assert.equal(fairnessKey(command({ request: { name: 'x'.repeat(70_000), namespace: 'late' } })), '', 'only the first 64 KiB is read');
   });
 
   it('close answers what still waits with 500', async () => {
