@@ -226,6 +226,26 @@ describe('DedicatedNodes admit on pod CREATE', () => {
       want: { unchanged: true, decision: 'unchanged' },
     },
     {
+      name: "a tenant pod preferring another group's nodes is denied: Karpenter provisioned a node of a general NodePool for it",
+      given: {
+        ns: 'ml',
+        pod: pod({
+          affinity: {
+            nodeAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                { weight: 100, preference: { matchExpressions: [{ key: 'dedicated', operator: 'In', values: ['team-b'] }] } },
+              ],
+            },
+          },
+        }),
+      },
+      want: {
+        denial:
+          /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.affinity\.nodeAffinity\.preferredDuringSchedulingIgnoredDuringExecution\[0\]\.preference\.matchExpressions\[0\] dedicated In \[team-b\] excludes the namespace's group gpu \(a preference Karpenter would provision for outside the group\)/,
+        decision: 'denied',
+      },
+    },
+    {
       name: 'a tenant pod whose nodeSelector names another group is denied',
       given: { ns: 'ml', pod: pod({ nodeSelector: { dedicated: 'team-b' } }) },
       want: {
