@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
+import { parseAllDocuments } from 'yaml';
 import assert from 'node:assert/strict';
 import type { JsonObject } from '../../src/api/types.js';
 import { nodeFindings, nodePoolFindings } from '../../src/tenancy/node-side.js';
@@ -319,5 +321,19 @@ describe('node-side: adversarial NodePools cost linear work and give bounded mes
     assert.doesNotThrow(() => nodePoolFindings(broken, [policy]));
     assert.doesNotThrow(() => nodePoolFindings(null, [policy]));
     assert.doesNotThrow(() => nodePoolFindings([], [policy]));
+  });
+});
+
+describe('node-side: examples/karpenter-nodepools.yaml', () => {
+  it('the shipped NodePools serve their groups as docs/tenancy.md says: no finding', () => {
+    const text = readFileSync(new URL('../../examples/karpenter-nodepools.yaml', import.meta.url), 'utf8');
+    const pools = parseAllDocuments(text).map((document) => document.toJS() as JsonObject);
+    assert.equal(pools.length, 3);
+    const restricted = compilePolicy('restricted', {
+      ...labelPolicySpec(),
+      nodeLabel: 'node-restriction.kubernetes.io/dedicated',
+      nodePools: { pci: ['pci-general', 'pci-gpu'] },
+    });
+    for (const pool of pools) assert.deepEqual(nodePoolFindings(pool, [restricted]), []);
   });
 });
