@@ -75,14 +75,19 @@ export interface KwokBuild {
   readonly stages: readonly string[];
 }
 
-/** The kwok build, or why it cannot be used (one line). */
+/**
+ * The kwok build, or why it cannot be used (one line): the one `npm run kwok:build` made in
+ * tools/kwok/bin, or the folder TOLERATOR_KWOK_BIN names (a build made elsewhere: then the suite
+ * runner builds nothing), as TOLERATOR_CONTROL_PLANE_BIN for the control plane.
+ */
 export function findKwok(): KwokBuild | string {
-  const versionFile = join(KWOK_BIN_DIR, 'VERSION');
-  const binary = join(KWOK_BIN_DIR, 'kwok');
-  if (!existsSync(versionFile) || !existsSync(binary)) return 'kwok is not built (npm run kwok:build)';
-  const upstream = KWOK_UPSTREAM_STAGES.map((stage) => join(KWOK_BIN_DIR, 'stages', stageFileName(stage)));
+  const dir = process.env.TOLERATOR_KWOK_BIN ?? KWOK_BIN_DIR;
+  const versionFile = join(dir, 'VERSION');
+  const binary = join(dir, 'kwok');
+  if (!existsSync(versionFile) || !existsSync(binary)) return `kwok is not built in ${dir} (npm run kwok:build)`;
+  const upstream = KWOK_UPSTREAM_STAGES.map((stage) => join(dir, 'stages', stageFileName(stage)));
   const absent = upstream.filter((file) => !existsSync(file));
-  if (absent.length > 0) return `tools/kwok/bin lacks ${absent.length} stage files: rebuild with npm run kwok:build -- --force`;
+  if (absent.length > 0) return `${dir} lacks ${absent.length} stage files: rebuild with npm run kwok:build -- --force`;
   const ownDir = join(REPO_ROOT, 'tools', 'kwok', 'stages');
   const own = readdirSync(ownDir)
     .filter((file) => file.endsWith('.yaml'))
