@@ -18,6 +18,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_MINOR, REPO_ROOT, REQUIRE_CONTROL_PLANE, findControlPlane } from './binaries.js';
 import { main as build, goToolchainProblem, installedGoVersion } from './build.js';
+import { main as buildKwok, goCannotBuildKwok } from './kwok-build.js';
+import { findKwok } from './kwok.js';
 
 /**
  * The bound on every e2e test and hook (node's --test-timeout): 10 minutes. The longest hook
@@ -97,9 +99,12 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
       return 0;
     }
   }
+  const runnable = withKwok(files);
+  if (typeof runnable === 'number') return runnable;
+  if (runnable.length === 0) return 0;
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${testTimeoutMs()}`, ...files],
+    ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${testTimeoutMs()}`, ...runnable],
     {
       cwd: REPO_ROOT,
       stdio: 'inherit',
@@ -108,6 +113,36 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
     },
   );
   return result.status ?? 1;
+}
+
+/**
+ * The suites whose nodes are kwok's (they import test/cluster/kwok.ts) need `npm run kwok:build`
+ * too: built here (a no-op when it is) unless TOLERATOR_KWOK_BIN names a build made elsewhere.
+ * Where this machine's Go cannot build it (its go.mod needs a newer Go than the control plane's)
+ * and there is no build, they are left out with one line saying so, a failure with
+ * TOLERATOR_REQUIRE_CONTROL_PLANE=1. Returns the files to run, or an exit code.
+ */
+function withKwok(files: readonly string[]): string[] | number {
+  const needKwok = files.filter((file) => /from '(?:\.\.\/)+cluster\/kwok\.js'/.test(readFileSync(join(REPO_ROOT, file), 'utf8')));
+  if (needKwok.length === 0) return [...files];
+  const goProblem = goCannotBuildKwok();
+  if (goProblem === undefined && process.env.TOLERATOR_KWOK_BIN === undefined) {
+    const built = buildKwok([]);
+    return built === 0 ? [...files] : built;
+  }
+  const found = findKwok();
+  if (typeof found !== 'string') return [...files];
+  const line = `${folderOf(needKwok)}: ${needKwok.length} kwok suites skipped (${needKwok.join(', ')}): ${goProblem === undefined ? found : `${goProblem}, so kwok cannot be built`}`;
+  if (REQUIRE_CONTROL_PLANE) {
+    console.error(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure)`);
+    return 1;
+  }
+  console.log(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure)`);
+  return files.filter((file) => !needKwok.includes(file));
+}
+
+function folderOf(files: readonly string[]): string {
+  return files[0]?.includes('differential') === true ? 'differential' : 'e2e';
 }
 
 /** The arguments without `--version MINOR` / `--version=MINOR`, and that minor (undefined when not given). */
