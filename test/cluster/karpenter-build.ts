@@ -74,6 +74,12 @@ function copyCrds(moduleSource: string, target: string): number {
   return copied;
 }
 
+/** Why this machine's Go cannot build tools/karpenter, or undefined when it can. */
+export function goCannotBuildKarpenter(): string | undefined {
+  const moduleDir = karpenterModuleDir();
+  return goToolchainProblem(readFileSync(join(moduleDir, 'go.mod'), 'utf8'), installedGoVersion(moduleDir));
+}
+
 export function main(argv: readonly string[]): number {
   const { values } = parseArgs({
     args: [...argv],

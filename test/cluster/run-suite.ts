@@ -20,6 +20,8 @@ import { DEFAULT_MINOR, REPO_ROOT, REQUIRE_CONTROL_PLANE, findControlPlane } fro
 import { main as build, goToolchainProblem, installedGoVersion } from './build.js';
 import { main as buildKwok, goCannotBuildKwok } from './kwok-build.js';
 import { findKwok } from './kwok.js';
+import { goCannotBuildKarpenter, main as buildKarpenter } from './karpenter-build.js';
+import { findKarpenter } from './karpenter-binaries.js';
 
 /**
  * The bound on every e2e test and hook (node's --test-timeout): 10 minutes. The longest hook
@@ -99,7 +101,7 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
       return 0;
     }
   }
-  const runnable = withKwok(files);
+  const runnable = withTools(files);
   if (typeof runnable === 'number') return runnable;
   if (runnable.length === 0) return 0;
   const result = spawnSync(
@@ -115,30 +117,68 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
   return result.status ?? 1;
 }
 
+/** A tool some suites need besides the control plane, built by its own script from its own Go module. */
+interface SuiteTool {
+  readonly name: string;
+  /** The import that marks a suite as needing it. */
+  readonly importedAs: RegExp;
+  /** The variable that names a build made elsewhere (then nothing is built). */
+  readonly binVariable: string;
+  goProblem(): string | undefined;
+  build(): number;
+  /** The build, or why there is none. */
+  find(): unknown;
+}
+
+const SUITE_TOOLS: readonly SuiteTool[] = [
+  {
+    name: 'kwok',
+    importedAs: /from '(?:\.\.\/)+cluster\/kwok\.js'/,
+    binVariable: 'TOLERATOR_KWOK_BIN',
+    goProblem: goCannotBuildKwok,
+    build: () => buildKwok([]),
+    find: findKwok,
+  },
+  {
+    name: 'karpenter',
+    importedAs: /from '(?:\.\.\/)+cluster\/karpenter\.js'/,
+    binVariable: 'TOLERATOR_KARPENTER_BIN',
+    goProblem: goCannotBuildKarpenter,
+    build: () => buildKarpenter([]),
+    find: findKarpenter,
+  },
+];
+
 /**
  * The suites whose nodes are kwok's (they import test/cluster/kwok.ts) need `npm run kwok:build`
- * too: built here (a no-op when it is) unless TOLERATOR_KWOK_BIN names a build made elsewhere.
- * Where this machine's Go cannot build it (its go.mod needs a newer Go than the control plane's)
- * and there is no build, they are left out with one line saying so, a failure with
- * TOLERATOR_REQUIRE_CONTROL_PLANE=1. Returns the files to run, or an exit code.
+ * too, and those that run Karpenter (test/cluster/karpenter.ts) `npm run karpenter:build`: each
+ * built here (a no-op when it is) unless its variable (TOLERATOR_KWOK_BIN, TOLERATOR_KARPENTER_BIN)
+ * names a build made elsewhere. Where this machine's Go cannot build it (their go.mod needs a newer
+ * Go than the control plane's) and there is no build, they are left out with one line saying so,
+ * a failure with TOLERATOR_REQUIRE_CONTROL_PLANE=1. Returns the files to run, or an exit code.
  */
-function withKwok(files: readonly string[]): string[] | number {
-  const needKwok = files.filter((file) => /from '(?:\.\.\/)+cluster\/kwok\.js'/.test(readFileSync(join(REPO_ROOT, file), 'utf8')));
-  if (needKwok.length === 0) return [...files];
-  const goProblem = goCannotBuildKwok();
-  if (goProblem === undefined && process.env.TOLERATOR_KWOK_BIN === undefined) {
-    const built = buildKwok([]);
-    return built === 0 ? [...files] : built;
+function withTools(files: readonly string[]): string[] | number {
+  let runnable = [...files];
+  for (const tool of SUITE_TOOLS) {
+    const need = runnable.filter((file) => tool.importedAs.test(readFileSync(join(REPO_ROOT, file), 'utf8')));
+    if (need.length === 0) continue;
+    const goProblem = tool.goProblem();
+    if (goProblem === undefined && process.env[tool.binVariable] === undefined) {
+      const built = tool.build();
+      if (built !== 0) return built;
+      continue;
+    }
+    const found = tool.find();
+    if (typeof found !== 'string') continue;
+    const line = `${folderOf(need)}: ${need.length} ${tool.name} suites skipped (${need.join(', ')}): ${goProblem === undefined ? found : `${goProblem}, so ${tool.name} cannot be built`}`;
+    if (REQUIRE_CONTROL_PLANE) {
+      console.error(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure)`);
+      return 1;
+    }
+    console.log(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure)`);
+    runnable = runnable.filter((file) => !need.includes(file));
   }
-  const found = findKwok();
-  if (typeof found !== 'string') return [...files];
-  const line = `${folderOf(needKwok)}: ${needKwok.length} kwok suites skipped (${needKwok.join(', ')}): ${goProblem === undefined ? found : `${goProblem}, so kwok cannot be built`}`;
-  if (REQUIRE_CONTROL_PLANE) {
-    console.error(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure)`);
-    return 1;
-  }
-  console.log(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure)`);
-  return files.filter((file) => !needKwok.includes(file));
+  return runnable;
 }
 
 function folderOf(files: readonly string[]): string {
