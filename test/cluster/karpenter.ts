@@ -6,8 +6,10 @@
  * the Node itself, as a kubelet would register it (kwok/cloudprovider/cloudprovider.go: Create
  * starts a goroutine that creates the Node after the KWOKNodeClass's nodeRegistrationDelay), marked
  * for the KWOK controller by the label and annotation `kwok.x-k8s.io/node: fake` and the label
- * `kwok-partition: a` (addInstanceLabels, addKwokAnnotation); a kwok controller managing nodes with
- * that annotation (test/cluster/kwok.ts) makes them Ready, renews their Leases and plays their pods.
+ * `kwok-partition: a` (addInstanceLabels, addKwokAnnotation); a kwok controller managing the nodes
+ * with that label (test/cluster/kwok.ts, KARPENTER_KWOK_NODE_SELECTOR) makes them Ready, renews
+ * their Leases and plays their pods. Until a node is Ready Karpenter counts its NodeClaim as not
+ * initialized, and consolidates nothing.
  *
  * How it runs, from pkg/operator/options/options.go and pkg/operator/operator.go of the pinned
  * release (each is an environment variable there, read by `env.WithDefault…`):
@@ -47,6 +49,16 @@ import { freePort, type ControlPlane } from './control-plane.js';
 import { findKarpenter, type KarpenterBuild } from './karpenter-binaries.js';
 import { pollUntil } from './poll.js';
 import { asKubernetesObject, plain, type Manifest } from './tolerator-on-cluster.js';
+
+/**
+ * The kwok controller's node selector for Karpenter's Nodes (test/cluster/kwok.ts startKwok): the
+ * KWOK provider labels every Node it creates `kwok-partition=<one of kwokPartitions>`, which is
+ * ["a"] (kwok/cloudprovider/const.go, addInstanceLabels), and Karpenter's own install of kwok
+ * (hack/install-kwok.sh) runs it with `--manage-nodes-with-label-selector=kwok-partition=a`.
+ * A label, not the `kwok.x-k8s.io/node: fake` annotation the provider also sets: kwok filters
+ * annotations on the client and would never let go of a node (kwok.ts says why).
+ */
+export const KARPENTER_KWOK_NODE_SELECTOR = 'kwok-partition=a';
 
 /** The nodeClassRef of every NodePool here: the KWOKNodeClass startKarpenter makes. */
 export const KWOK_NODE_CLASS_REF = { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' } as const;

@@ -121,7 +121,12 @@ export interface Kwok {
  * carry KWOK_MANAGED_LABEL=true. Its PID is adopted by the plane's reaper and it is stopped with
  * the plane's other processes' owner: call stop() before plane.stop(), or let the reaper kill it.
  */
-export async function startKwok(plane: ControlPlane, leaseDurationSeconds = KWOK_LEASE_DURATION_SECONDS): Promise<Kwok> {
+export async function startKwok(
+  plane: ControlPlane,
+  leaseDurationSeconds = KWOK_LEASE_DURATION_SECONDS,
+  // Karpenter's KWOK provider labels its Nodes kwok-partition=a (karpenter.ts says why that one).
+  nodeSelector = `${KWOK_MANAGED_LABEL}=true`,
+): Promise<Kwok> {
   const build = findKwok();
   if (typeof build === 'string') throw new Error(build);
   const dir = join(plane.dir, 'kwok');
@@ -133,7 +138,7 @@ export async function startKwok(plane: ControlPlane, leaseDurationSeconds = KWOK
     [
       `--kubeconfig=${plane.kubeconfig}`,
       ...build.stages.map((stage) => `--config=${stage}`),
-      `--manage-nodes-with-label-selector=${KWOK_MANAGED_LABEL}=true`,
+      `--manage-nodes-with-label-selector=${nodeSelector}`,
       `--node-lease-duration-seconds=${leaseDurationSeconds}`,
       // No --node-port and no --server-address: kwok serves nothing (no kubelet API to fake here).
     ],

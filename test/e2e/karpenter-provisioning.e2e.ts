@@ -10,15 +10,18 @@
  * which is what these tests read to know it has decided, before asserting what it made.
  */
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { skipWithoutKarpenter } from '../cluster/karpenter-binaries.js';
-import { KWOK_NODE_CLASS_REF, startKarpenter, type Karpenter } from '../cluster/karpenter.js';
+import { KARPENTER_KWOK_NODE_SELECTOR, KWOK_NODE_CLASS_REF, startKarpenter, type Karpenter } from '../cluster/karpenter.js';
+import { KWOK_LEASE_DURATION_SECONDS, skipWithoutKwok, startKwok, type Kwok } from '../cluster/kwok.js';
 import { pollUntil } from '../cluster/poll.js';
 import {
+  asKubernetesObject,
   createObject,
   plain,
   refusal,
@@ -27,7 +30,7 @@ import {
   type ToleratorOnCluster,
 } from '../cluster/tolerator-on-cluster.js';
 
-const skip = skipWithoutControlPlane() || skipWithoutKarpenter();
+const skip = skipWithoutControlPlane() || skipWithoutKwok() || skipWithoutKarpenter();
 
 const NODEPOOL_LABEL = 'karpenter.sh/nodepool';
 const zoneKey = 'topology.kubernetes.io/zone';
@@ -123,6 +126,7 @@ interface KarpenterEvent {
 describe('Karpenter provisions for tenant pods only from their own group’s NodePools', { skip }, () => {
   let cluster: ToleratorOnCluster;
   let karpenter: Karpenter;
+  let kwok: Kwok;
   let dir: string;
 
   before(async () => {
@@ -135,6 +139,9 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
     for (const [name, labels] of Object.entries(namespaces)) {
       await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } });
     }
+    // kwok makes Karpenter's Nodes Ready and runs their pods: Karpenter consolidates only nodes
+    // whose NodeClaim is initialized (Ready), and drains them by evicting pods kwok then deletes.
+    kwok = await startKwok(cluster.plane, KWOK_LEASE_DURATION_SECONDS, KARPENTER_KWOK_NODE_SELECTOR);
     karpenter = await startKarpenter({ plane: cluster.plane, objects: cluster.objects });
     for (const [name, group] of [
       ['gpu', 'gpu'],
@@ -146,6 +153,7 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
   });
   after(async () => {
     await (karpenter as Karpenter | undefined)?.stop();
+    await (kwok as Kwok | undefined)?.stop();
     await (cluster as ToleratorOnCluster | undefined)?.stop();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -301,6 +309,124 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
     assert.equal((await readPod('shop', 'shop-on-gpu')).spec.nodeName, undefined);
   });
 
+  it('a NodePool that labels its nodes for a group but does not taint them is refused by kube-apiserver, and so is one that taints them for a group it does not label', async () => {
+    const labelsOnly = nodePool('pci-untainted', 'pci');
+    delete (labelsOnly.spec as { template: { spec: { taints?: unknown } } }).template.spec.taints;
+    const labelled = await refusal(createObject(cluster.objects, labelsOnly));
+    assert.equal(labelled.code, 403, JSON.stringify(labelled.status));
+    assert.match(
+      labelled.status.message ?? '',
+      /^admission webhook "validate-nodepools\.tolerator\.dev" denied the request: .*NodePool "pci-untainted" spec\.template\.metadata\.labels\[dedicated\]: labels its nodes for group "pci" \(dedicated=pci\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    const taintsOnly = nodePool('pci-unlabelled', 'pci');
+    delete (taintsOnly.spec as { template: { metadata?: unknown } }).template.metadata;
+    const tainted = await refusal(createObject(cluster.objects, taintsOnly));
+    assert.equal(tainted.code, 403, JSON.stringify(tainted.status));
+    assert.match(
+      tainted.status.message ?? '',
+      /NodePool "pci-unlabelled" .*taints its nodes for group "pci" but does not label them for it/,
+    );
+    for (const name of ['pci-untainted', 'pci-unlabelled']) {
+      const read = await refusal(cluster.objects.read({ apiVersion: 'karpenter.sh/v1', kind: 'NodePool', metadata: { name } }));
+      assert.equal(read.code, 404);
+    }
+  });
+
+  it('consolidation replaces underused nodes and moves each pod only onto a node of its own group’s NodePool', async () => {
+    // The bare pods of the tests above go: their nodes empty, and Karpenter deletes them.
+    for (const namespace of ['ml', 'payments']) {
+      const list = plain(await cluster.objects.list('v1', 'Pod', namespace)) as { items: Manifest[] };
+      for (const item of list.items) {
+        // A listed item carries no kind of its own (the list has it).
+        await cluster.objects.delete(
+          asKubernetesObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: String(item.metadata.name), namespace } }),
+        );
+      }
+    }
+    const apps: Record<string, [string, string]> = { 'gpu-app': ['ml', 'gpu'], 'pci-app': ['payments', 'pci'] };
+    const deployment = (name: string, namespace: string, replicas: number): Manifest => ({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name, namespace },
+      spec: {
+        replicas,
+        selector: { matchLabels: { app: name } },
+        template: { metadata: { labels: { app: name } }, spec: { containers: [container('500m')] } },
+      },
+    });
+    // Every node each app's pods were ever bound to, with its NodePool, seen every 250 ms.
+    const seen = new Map<string, Map<string, string>>(Object.keys(apps).map((app) => [app, new Map()]));
+    const poolOfNode = new Map<string, string>();
+    const observe = async (): Promise<Record<string, string[]>> => {
+      const bound: Record<string, string[]> = {};
+      for (const [app, [namespace]] of Object.entries(apps)) {
+        const list = plain(
+          await cluster.objects.list('v1', 'Pod', namespace, undefined, undefined, undefined, undefined, `app=${app}`),
+        ) as { items: StoredPod[] };
+        bound[app] = [];
+        for (const item of list.items) {
+          const nodeName = item.spec.nodeName;
+          if (nodeName === undefined) continue;
+          if (!poolOfNode.has(nodeName)) poolOfNode.set(nodeName, (await readNode(nodeName)).metadata.labels?.[NODEPOOL_LABEL] ?? '(none)');
+          seen.get(app)!.set(nodeName, poolOfNode.get(nodeName)!);
+          bound[app].push(nodeName);
+        }
+      }
+      return bound;
+    };
+    // 6 × 500m: one 4-CPU node per app (3.9 CPUs allocatable after the provider's 100m).
+    for (const [app, [namespace]] of Object.entries(apps)) await createObject(cluster.objects, deployment(app, namespace, 6));
+    const first = await pollUntil(
+      'every pod of both apps bound',
+      async () => {
+        const bound = await observe();
+        return Object.values(bound).every((nodes) => nodes.length === 6) ? bound : undefined;
+      },
+      { timeoutMs: 120_000, describe: () => JSON.stringify([...seen].map(([app, nodes]) => [app, [...nodes]])) },
+    );
+    // Down to one pod each, the one on the node that held most of the app's pods: that node is
+    // now mostly idle, and a smaller node (or another of the group's with room) is cheaper.
+    // pod-deletion-cost picks the pod the ReplicaSet keeps (it ranks before co-location, which
+    // would keep the pod on the node with fewest). Karpenter launches a replacement, waits for it
+    // to be Ready, then drains the old node: the Deployment's new pod is the move.
+    const kubectl = (...args: string[]): void => {
+      const run = spawnSync(cluster.plane.binaries.path('kubectl'), ['--kubeconfig', cluster.plane.kubeconfig, ...args], {
+        encoding: 'utf8',
+      });
+      assert.equal(run.status, 0, run.stderr);
+    };
+    const movedFrom = new Map<string, string>();
+    for (const [app, [namespace]] of Object.entries(apps)) {
+      const nodes = first[app]!;
+      const busiest = nodes.reduce((best, node) =>
+        nodes.filter((n) => n === node).length > nodes.filter((n) => n === best).length ? node : best,
+      );
+      movedFrom.set(app, busiest);
+      const list = plain(
+        await cluster.objects.list('v1', 'Pod', namespace, undefined, undefined, undefined, `spec.nodeName=${busiest}`, `app=${app}`),
+      ) as { items: Manifest[] };
+      kubectl('annotate', '-n', namespace, 'pod', String(list.items[0]?.metadata.name), 'controller.kubernetes.io/pod-deletion-cost=1000');
+      kubectl('scale', '-n', namespace, `deployment/${app}`, '--replicas=1');
+    }
+    await pollUntil(
+      "each app's remaining pod moved off its first node by consolidation",
+      async () => {
+        const bound = await observe();
+        return Object.entries(bound).every(([app, nodes]) => nodes.length === 1 && nodes[0] !== movedFrom.get(app)) ? bound : undefined;
+      },
+      {
+        timeoutMs: 240_000,
+        intervalMs: 250,
+        describe: () => `${JSON.stringify([...seen].map(([app, nodes]) => [app, [...nodes]]))}; karpenter log:\n${karpenter.tail(10)}`,
+      },
+    );
+    for (const [app, [, pool]] of Object.entries(apps)) {
+      const pools = [...seen.get(app)!.values()];
+      assert.ok(seen.get(app)!.size >= 2, `${app} moved: ${JSON.stringify([...seen.get(app)!])}`);
+      assert.deepEqual([...new Set(pools)], [pool], `${app} was bound to ${JSON.stringify([...seen.get(app)!])}`);
+    }
+  });
+
   it("Karpenter launches a general NodePool's node for a gpu pod that prefers pci, or whose first required term is empty, so tolerator refuses both shapes from a tenant", async () => {
     // The pods as tolerator admitted them before: the group's toleration and its requirement in
     // every non-empty term, in a namespace tolerator does not review.
@@ -329,6 +455,8 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
       // outside the group for nothing, for as long as the pod waits.
       assert.deepEqual([...new Set(pools)], ['general'], `${name}: ${JSON.stringify(events)}`);
     }
+    // Gone, or Karpenter would go on launching nodes for them.
+    for (const name of Object.keys(shapes)) await cluster.objects.delete(pod(name, 'unreviewed'));
   });
 
   /** The names of the Nodes made from `pool`. */
