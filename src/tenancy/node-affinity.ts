@@ -152,16 +152,7 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
       else moreEmpty++;
       continue;
     }
-    const expressions = terms[termIndex]?.matchExpressions ?? none;
-    for (let index = 0; index < expressions.length; index++) {
-      const requirement = expressions[index] as NodeSelectorRequirement;
-      if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
-        contradictions.push({
-          field: `${prefix}.${termsPath}[${termIndex}].matchExpressions[${index}]`,
-          detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}`,
-        });
-      }
-    }
+    pushExcluding(contradictions, terms[termIndex]?.matchExpressions ?? none, nodeLabel, group, `${prefix}.${termsPath}[${termIndex}]`, '');
   }
   if (firstEmpty !== -1) {
     contradictions.push({
@@ -173,18 +164,36 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
   for (let termIndex = 0; termIndex < preferred.length; termIndex++) {
     // A hand-written manifest (audit, offline) may lack the preference the API server requires.
     const term = preferred[termIndex] as { preference?: NodeSelectorTerm } | undefined;
-    const expressions = term?.preference?.matchExpressions ?? none;
-    for (let index = 0; index < expressions.length; index++) {
-      const requirement = expressions[index] as NodeSelectorRequirement;
-      if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
-        contradictions.push({
-          field: `${prefix}.${preferredPath}[${termIndex}].preference.matchExpressions[${index}]`,
-          detail: `${describeRequirement(requirement)} excludes the namespace's group ${group} (a preference Karpenter would provision for outside the group)`,
-        });
-      }
-    }
+    pushExcluding(
+      contradictions,
+      term?.preference?.matchExpressions ?? none,
+      nodeLabel,
+      group,
+      `${prefix}.${preferredPath}[${termIndex}].preference`,
+      ' (a preference Karpenter would provision for outside the group)',
+    );
   }
   return contradictions;
+}
+
+/** Adds each of a term's expressions on the label that excludes G, as `<termField>.matchExpressions[i]`. */
+function pushExcluding(
+  contradictions: Contradiction[],
+  expressions: readonly NodeSelectorRequirement[],
+  nodeLabel: string,
+  group: string,
+  termField: string,
+  why: string,
+): void {
+  for (let index = 0; index < expressions.length; index++) {
+    const requirement = expressions[index] as NodeSelectorRequirement;
+    if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
+      contradictions.push({
+        field: `${termField}.matchExpressions[${index}]`,
+        detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}${why}`,
+      });
+    }
+  }
 }
 
 /**
