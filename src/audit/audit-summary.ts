@@ -112,29 +112,26 @@ export class AuditCollector {
       this.passed.set(namespace, (this.passed.get(namespace) ?? 0) + 1);
     }
     for (const violation of result.violations) {
-      this.violations.add(violation);
-      // NUL separates the parts: no namespace, rule or policy name holds one.
-      const key = `${violation.namespace}\u0000${violation.rule}\u0000${violation.policy ?? ''}`;
-      const entry = this.counts.get(key);
-      if (entry !== undefined) entry.count += 1;
-      else {
-        const { namespace, rule, policy } = violation;
-        this.counts.set(key, { namespace, rule, ...(policy === undefined ? {} : { policy }), count: 1 });
-      }
+      this.keepAndCount(violation);
     }
   }
 
   /** Findings on cluster-scoped objects (Nodes, NodePools: auditNodeSide), under namespace ''; no pod is counted. */
   addClusterFindings(violations: readonly AuditViolation[]): void {
     for (const violation of violations) {
-      this.violations.add(violation);
-      const key = `${violation.namespace}\u0000${violation.rule}\u0000${violation.policy ?? ''}`;
-      const entry = this.counts.get(key);
-      if (entry !== undefined) entry.count += 1;
-      else {
-        const { namespace, rule, policy } = violation;
-        this.counts.set(key, { namespace, rule, ...(policy === undefined ? {} : { policy }), count: 1 });
-      }
+      this.keepAndCount(violation);
+    }
+  }
+
+  private keepAndCount(violation: AuditViolation): void {
+    this.violations.add(violation);
+    // NUL separates the parts: no namespace, rule or policy name holds one.
+    const key = `${violation.namespace}\u0000${violation.rule}\u0000${violation.policy ?? ''}`;
+    const entry = this.counts.get(key);
+    if (entry !== undefined) entry.count += 1;
+    else {
+      const { namespace, rule, policy } = violation;
+      this.counts.set(key, { namespace, rule, ...(policy === undefined ? {} : { policy }), count: 1 });
     }
   }
 

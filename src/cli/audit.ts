@@ -182,7 +182,10 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
   let result: AuditResult;
   try {
     // The node half of the pattern: the cluster's Nodes and NodePools, unless -n narrows the audit to one namespace's pods.
-    const clusterFindings = namespace === undefined ? auditNodeSide(source.facts.listNodes(), await source.nodePools(), settings) : [];
+    const note = (text: string): void => {
+      io.stderr(`tolerator audit: ${terminalSafe(text)}\n`);
+    };
+    const clusterFindings = namespace === undefined ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings) : [];
     result = await runAudit(pages, source.facts, settings, {
       clusterFindings,
       ...(rules === undefined ? {} : { rules }),
@@ -258,8 +261,11 @@ interface AuditSource {
   readonly readController: (namespace: string, owner: WorkloadRef) => Promise<WorkloadRef | undefined>;
   /** The pods are read: the progress line, if any, is cleared. */
   readonly done: () => void;
-  /** The Karpenter NodePools (karpenter.sh/v1); none where the API server does not serve them. */
-  readonly nodePools: () => Promise<readonly unknown[]>;
+  /**
+   * The Karpenter NodePools (karpenter.sh/v1); none where the API server does not serve them, or
+   * where the caller may not list them (then `note` says so, and the rest of the audit goes on).
+   */
+  readonly nodePools: (note: (text: string) => void) => Promise<readonly unknown[]>;
 }
 
 function fileSource(file: string, io: CommandIo): AuditSource {
@@ -388,10 +394,15 @@ async function clusterSource(
     return found;
   };
   // Karpenter's NodePools, where its CRD is installed: one request tells (404 when the API is not served).
-  const nodePools = async (): Promise<readonly unknown[]> => {
+  const nodePools = async (note: (text: string) => void): Promise<readonly unknown[]> => {
     const path = '/apis/karpenter.sh/v1/nodepools';
     const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
     if (probe.status === 404) return [];
+    if (probe.status === 403) {
+      // A role made for the pods' audit (deploy/overlays/audit) need not read NodePools: say so, audit the rest.
+      note(`Karpenter NodePools not audited: ${describeFailure(probe)}`);
+      return [];
+    }
     if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
     return listAll(path, (item) => item);
   };
