@@ -5,7 +5,8 @@
  * the machine, or a Go older than the module's `go` line, and no build in tools/controlplane/ — it
  * prints one line saying what it skipped and why, and passes; with TOLERATOR_REQUIRE_CONTROL_PLANE=1
  * (CI) that is a failure instead. With TOLERATOR_CONTROL_PLANE_BIN set, that build is used and
- * nothing is built. The suites on kwok's nodes get `npm run kwok:build` the same way (withKwok).
+ * nothing is built. The suites on kwok's nodes get `npm run kwok:build`, and the Karpenter suites
+ * `npm run karpenter:build`, the same way (withTools).
  *
  * The suites have the suffix .e2e.ts (.differential.ts), not .test.ts, so `npm run test:unit`
  * never picks them up. `npm run test:e2e -- FILE...` (and `test:differential -- FILE...`) runs only
