@@ -152,7 +152,7 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
       else moreEmpty++;
       continue;
     }
-    pushExcluding(contradictions, terms[termIndex]?.matchExpressions ?? none, nodeLabel, group, `${prefix}.${termsPath}[${termIndex}]`, '');
+    pushExcluding(contradictions, terms[termIndex]?.matchExpressions ?? none, nodeLabel, group, prefix, termsPath, termIndex, '', '');
   }
   if (firstEmpty !== -1) {
     contradictions.push({
@@ -169,27 +169,37 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
       term?.preference?.matchExpressions ?? none,
       nodeLabel,
       group,
-      `${prefix}.${preferredPath}[${termIndex}].preference`,
+      prefix,
+      preferredPath,
+      termIndex,
+      '.preference',
       ' (a preference Karpenter would provision for outside the group)',
     );
   }
   return contradictions;
 }
 
-/** Adds each of a term's expressions on the label that excludes G, as `<termField>.matchExpressions[i]`. */
+/**
+ * Adds each of a term's expressions on the label that excludes G, as
+ * `<prefix>.<path>[<termIndex>]<rest>.matchExpressions[i]`. The field's parts come apart and are
+ * joined only for a finding: a string built per term showed in the allocation of ordinary reviews.
+ */
 function pushExcluding(
   contradictions: Contradiction[],
   expressions: readonly NodeSelectorRequirement[],
   nodeLabel: string,
   group: string,
-  termField: string,
+  prefix: string,
+  path: string,
+  termIndex: number,
+  rest: string,
   why: string,
 ): void {
   for (let index = 0; index < expressions.length; index++) {
     const requirement = expressions[index] as NodeSelectorRequirement;
     if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
       contradictions.push({
-        field: `${termField}.matchExpressions[${index}]`,
+        field: `${prefix}.${path}[${termIndex}]${rest}.matchExpressions[${index}]`,
         detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}${why}`,
       });
     }
