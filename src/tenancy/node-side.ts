@@ -195,12 +195,15 @@ function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: rea
   }
   const left: string[] = [];
   for (const value of concrete) {
-    if (excluded?.has(value) === true || emptyBounds || !withinBounds(value, gte, lte)) continue;
+    // '' names no group (a policy's '' is "no group"), as on a Node (nodeGroups in group-reach.ts).
+    if (value === '' || excluded?.has(value) === true || emptyBounds || !withinBounds(value, gte, lte)) continue;
     left.push(value);
   }
   if (left.length === 0) {
     // Nothing a requirement allows: Any() gives '' and the template label, if any, stays on the node.
-    return metadataLabel === undefined ? { kind: 'none' } : { kind: 'group', group: metadataLabel, field: labelField };
+    return metadataLabel === undefined || metadataLabel === ''
+      ? { kind: 'none' }
+      : { kind: 'group', group: metadataLabel, field: labelField };
   }
   if (left.length === 1) {
     return { kind: 'group', group: left[0] as string, field: metadataLabel === undefined ? concreteField : labelField };

@@ -144,6 +144,11 @@ describe('node-side: a NodePool labels and taints its nodes for one group', () =
       fields: [],
     },
     {
+      name: 'an empty label value names no group, as on a Node',
+      pool: nodePool('blank', { labels: { dedicated: '' }, requirements: [{ key: 'dedicated', operator: 'In', values: [''] }] }),
+      fields: [],
+    },
+    {
       name: 'a template label with a contradicting requirement still labels the nodes (Any() gives nothing, the label stays)',
       pool: nodePool('pci', { labels: { dedicated: 'pci' }, requirements: [{ key: 'dedicated', operator: 'In', values: ['web'] }] }),
       fields: ['spec.template.metadata.labels[dedicated]'],
