@@ -20,6 +20,8 @@
  * | `missing-memory-pressure` | PodTolerationRestriction | a pod that is not BestEffort without a toleration covering memory-pressure:NoSchedule |
  * | `node-selector-conflict` | PodNodeSelector | a nodeSelector that conflicts with the namespace's node selector, leaves its whitelist (namespace-node-selector.ts judgeNamespaceNodeSelector) or lacks its labels |
  * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
+ * | `node-pattern` | DedicatedNodes | does a Node carry a group's label without its taint, or the reverse? (auditNodeSide) |
+ * | `nodepool-pattern` | DedicatedNodes | does a Karpenter NodePool make such nodes, or serve another group than spec.nodePools names? |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
  * naming no node (and only while policies are loaded, and outside infrastructure namespaces);
@@ -43,7 +45,8 @@
  */
 import type { FeatureGates } from '../api/feature-gates.js';
 import type { JsonObject, Namespace, Node, Pod, Toleration } from '../api/types.js';
-import { MirrorPodAnnotation, TaintKey } from '../api/types.js';
+import { MirrorPodAnnotation, TaintKey, isJsonObject } from '../api/types.js';
+import { nodeFindings as nodeSideFindings, nodePoolFindings } from '../tenancy/node-side.js';
 import { celRequest, offlineAttributes } from '../plugins/admission-request.js';
 import { daemonSetPodTolerations, isDaemonSetPod } from '../plugins/daemonset-tolerations.js';
 import { coversNodeCondition } from '../plugins/default-toleration-seconds.js';
@@ -80,10 +83,13 @@ import {
 } from '../scheduling/namespace-node-selector.js';
 import { FieldErrorList, errorMessage } from '../validation/field-errors.js';
 
-/** One pod breaking one rule (under one policy, for the tenancy rules). */
+/** One pod breaking one rule (under one policy, for the tenancy rules), or one Node or NodePool breaking the node half of the pattern. */
 export interface AuditViolation {
+  /** '' for a Node or NodePool (cluster-scoped). */
   readonly namespace: string;
   readonly name: string;
+  /** What `name` names: absent for a Pod; `Node` or `NodePool` (karpenter.sh/v1) for the node-side rules. */
+  readonly kind?: 'Node' | 'NodePool';
   /** `spec.nodeName`, '' for a pod not bound to a node. */
   readonly node: string;
   readonly rule: AuditRuleName;
@@ -368,10 +374,61 @@ const rules = [
   },
 ] as const satisfies readonly AuditRule[];
 
-export type AuditRuleName = (typeof rules)[number]['name'];
+/**
+ * The rules on the node half of the pattern (src/tenancy/node-side.ts), judged on the cluster's
+ * Nodes and Karpenter NodePools rather than on a pod: `node-pattern`, a Node labelled for a group
+ * without its taint, tainted without its label, or labelled for one group and tainted for
+ * another; `nodepool-pattern`, a NodePool whose template makes such nodes, or that serves another
+ * group than the one `spec.nodePools` names it for. Both belong to DedicatedNodes, which refuses
+ * such a NodePool on admission.
+ */
+export const nodeSideRuleNames = ['node-pattern', 'nodepool-pattern'] as const;
+
+export type AuditRuleName = (typeof rules)[number]['name'] | (typeof nodeSideRuleNames)[number];
 
 /** Every rule name, in report order. */
-export const auditRuleNames: readonly AuditRuleName[] = rules.map((rule) => rule.name);
+export const auditRuleNames: readonly AuditRuleName[] = [...rules.map((rule) => rule.name), ...nodeSideRuleNames];
+
+/**
+ * The node-side findings of the cluster's Nodes and NodePools (any JSON: a file's or the API
+ * server's), while DedicatedNodes is enabled; one per object, rule and policy, each naming the
+ * object and the field. Linear in the objects (node-side.ts).
+ */
+export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknown[], settings: AuditSettings): AuditViolation[] {
+  const policies = settings.policies.policies;
+  if (!settings.enabled.has('DedicatedNodes') || policies.length === 0) return [];
+  const violations: AuditViolation[] = [];
+  for (const node of nodes) {
+    const name = node.metadata.name;
+    for (const finding of nodeSideFindings(node, policies)) {
+      violations.push({
+        namespace: '',
+        name,
+        kind: 'Node',
+        node: name,
+        rule: 'node-pattern',
+        message: finding.message,
+        policy: finding.policy.name,
+      });
+    }
+  }
+  for (const nodePool of nodePools) {
+    const metadata = isJsonObject(nodePool) && isJsonObject(nodePool.metadata) ? nodePool.metadata : {};
+    const name = typeof metadata.name === 'string' ? metadata.name : '';
+    for (const finding of nodePoolFindings(nodePool, policies)) {
+      violations.push({
+        namespace: '',
+        name,
+        kind: 'NodePool',
+        node: '',
+        rule: 'nodepool-pattern',
+        message: finding.message,
+        policy: finding.policy.name,
+      });
+    }
+  }
+  return violations;
+}
 
 /** Whether a name is one of the rules (for flags and report parsing). */
 export function isAuditRuleName(name: string): name is AuditRuleName {
@@ -514,6 +571,7 @@ function tenancyFacts(pod: Pod, namespace: string, namespaceObject: Namespace | 
 export function compareViolations(a: AuditViolation, b: AuditViolation): number {
   return (
     compareStrings(a.namespace, b.namespace) ||
+    compareStrings(a.kind ?? '', b.kind ?? '') ||
     compareStrings(a.name, b.name) ||
     auditRuleNames.indexOf(a.rule) - auditRuleNames.indexOf(b.rule) ||
     compareStrings(a.policy ?? '', b.policy ?? '') ||

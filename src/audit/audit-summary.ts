@@ -112,15 +112,26 @@ export class AuditCollector {
       this.passed.set(namespace, (this.passed.get(namespace) ?? 0) + 1);
     }
     for (const violation of result.violations) {
-      this.violations.add(violation);
-      // NUL separates the parts: no namespace, rule or policy name holds one.
-      const key = `${violation.namespace}\u0000${violation.rule}\u0000${violation.policy ?? ''}`;
-      const entry = this.counts.get(key);
-      if (entry !== undefined) entry.count += 1;
-      else {
-        const { namespace, rule, policy } = violation;
-        this.counts.set(key, { namespace, rule, ...(policy === undefined ? {} : { policy }), count: 1 });
-      }
+      this.keepAndCount(violation);
+    }
+  }
+
+  /** Findings on cluster-scoped objects (Nodes, NodePools: auditNodeSide), under namespace ''; no pod is counted. */
+  addClusterFindings(violations: readonly AuditViolation[]): void {
+    for (const violation of violations) {
+      this.keepAndCount(violation);
+    }
+  }
+
+  private keepAndCount(violation: AuditViolation): void {
+    this.violations.add(violation);
+    // NUL separates the parts: no namespace, rule or policy name holds one.
+    const key = `${violation.namespace}\u0000${violation.rule}\u0000${violation.policy ?? ''}`;
+    const entry = this.counts.get(key);
+    if (entry !== undefined) entry.count += 1;
+    else {
+      const { namespace, rule, policy } = violation;
+      this.counts.set(key, { namespace, rule, ...(policy === undefined ? {} : { policy }), count: 1 });
     }
   }
 
@@ -212,14 +223,18 @@ export function auditTable(result: AuditResult): string {
     return `No violations in ${summary.audited} pods audited${undecided}.\n`;
   }
   const rows = result.violations.map((violation) => [
-    violation.namespace,
-    violation.name,
+    namespaceCell(violation.namespace),
+    violation.kind === undefined ? violation.name : `${violation.kind.toLowerCase()}/${violation.name}`,
     violation.node === '' ? '<none>' : violation.node,
     violation.rule,
     violation.message,
   ]);
-  const pods = new Set(result.violations.map((violation) => `${violation.namespace}/${violation.name}`)).size;
-  return `${padded(['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${undecided}.\n`;
+  const pods = new Set(result.violations.filter((violation) => violation.kind === undefined).map((v) => `${v.namespace}/${v.name}`)).size;
+  const clusterScoped = new Set(
+    result.violations.filter((violation) => violation.kind !== undefined).map((v) => `${v.kind ?? ''}/${v.name}`),
+  ).size;
+  const nodeSide = clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes or NodePools`;
+  return `${padded(['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${nodeSide}${undecided}.\n`;
 }
 
 /**
@@ -249,8 +264,13 @@ export function summaryTables(result: AuditResult): string {
     .map(([rule, count]) => [rule, String(count)]);
   const byNamespace = summary.byNamespace
     .filter((entry) => entry.violations > 0)
-    .map((entry) => [entry.namespace, String(entry.violations), String(entry.passed)]);
+    .map((entry) => [namespaceCell(entry.namespace), String(entry.violations), String(entry.passed)]);
   return `\n${padded(['RULE', 'VIOLATIONS'], byRule)}\n\n${padded(['NAMESPACE', 'VIOLATIONS', 'PODS PASSED'], byNamespace)}\n`;
+}
+
+/** A namespace in a table; '' is the cluster-scoped Nodes and NodePools. */
+function namespaceCell(namespace: string): string {
+  return namespace === '' ? '<cluster>' : namespace;
 }
 
 /** Rows under a header, columns padded as `kubectl get` pads them (three spaces), every cell terminal-safe. */

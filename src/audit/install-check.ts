@@ -2,9 +2,10 @@
  * `tolerator check`'s decisions: given what the edge (src/cli/check.ts) observed of an install —
  * the webhook configurations, the Service's endpoints, the serving certificate as a TLS client
  * holding the `caBundle` saw it, the answers to dry-run pods, both sides' feature gates and
- * policies — one line per check, passed or failed, with what to do about a failure. Pure: no
- * clock (the edge passes `now`), no I/O.
+ * policies, the nodes and NodePools — one line per check, passed or failed, with what to do about
+ * a failure. Pure: no clock (the edge passes `now`), no I/O.
  */
+import { clipText, spellOut } from '../api/text-bounds.js';
 
 export interface CheckResult {
   /** A stable identifier, for `-o json` consumers. */
@@ -61,6 +62,29 @@ function target(webhook: ObservedWebhook): string {
 export interface ObservedEndpoints {
   readonly ready: number;
   readonly notReady: number;
+}
+
+/**
+ * The endpoints of a Service's EndpointSlices (discovery.k8s.io/v1, the wire shape). `endpoints`
+ * is optional and a real API server sends `null` for a slice with no endpoint, as the
+ * EndpointSlice controller writes it while no pod is ready (`slice.endpoints is not iterable` was
+ * check's crash on exactly that); an endpoint whose ready condition is unknown (absent) counts as
+ * ready, as discovery/v1 documents.
+ */
+export function countEndpoints(slices: readonly unknown[]): ObservedEndpoints {
+  let ready = 0;
+  let notReady = 0;
+  for (const slice of slices) {
+    const endpoints = typeof slice === 'object' && slice !== null ? (slice as { endpoints?: unknown }).endpoints : undefined;
+    if (!Array.isArray(endpoints)) continue;
+    for (const endpoint of endpoints as unknown[]) {
+      const conditions = typeof endpoint === 'object' && endpoint !== null ? (endpoint as { conditions?: unknown }).conditions : undefined;
+      const isReady = typeof conditions === 'object' && conditions !== null ? (conditions as { ready?: unknown }).ready : undefined;
+      if (isReady === false) notReady++;
+      else ready++;
+    }
+  }
+  return { ready, notReady };
 }
 
 export function endpointsCheck(kind: WebhookKind, webhook: ObservedWebhook, endpoints: ObservedEndpoints | undefined): CheckResult {
@@ -281,11 +305,22 @@ export function featureGatesCheck(tolerator: GateSamples | string, apiServer: Ga
 }
 
 export function policiesCheck(
-  configMap: { readonly name: string; readonly policies: number } | string,
+  configMap: { readonly name: string; readonly policies: number; readonly errors?: readonly string[] } | string,
   loaded: number | string,
 ): CheckResult {
   const id = 'policies';
   if (typeof configMap === 'string') return { id, ok: false, message: configMap };
+  const errors = configMap.errors ?? [];
+  if (errors.length > 0) {
+    // The server's own parser (src/tenancy/policy-directory.ts) refused them: it would not start
+    // with them, or keeps its last good set serving.
+    return {
+      id,
+      ok: false,
+      message: `ConfigMap ${configMap.name} holds what tolerator refuses: ${spellOut(errors, (error) => clipText(error), '; ', 'errors')}`,
+      hint: 'fix the ConfigMap: `tolerator test --policies DIR` with its files shows the same errors',
+    };
+  }
   if (typeof loaded === 'string') return { id, ok: false, message: `tolerator's loaded policies could not be read: ${loaded}` };
   if (configMap.policies !== loaded) {
     return {
@@ -296,6 +331,46 @@ export function policiesCheck(
     };
   }
   return { id, ok: true, message: `tolerator serves the ${loaded} polic${loaded === 1 ? 'y' : 'ies'} of ConfigMap ${configMap.name}` };
+}
+
+/**
+ * Nodes or NodePools that break the node half of the dedicated-node pattern (src/tenancy/node-side.ts):
+ * `observed` is how many were looked at and each finding's message, the reason they could not be
+ * read, or undefined when the API is not served (NodePools without Karpenter).
+ */
+export function nodePatternCheck(
+  kind: 'Node' | 'NodePool',
+  observed: { readonly count: number; readonly findings: readonly string[] } | string | undefined,
+  policies: number,
+): CheckResult {
+  const id = kind === 'Node' ? 'node-pattern' : 'nodepool-pattern';
+  const plural = kind === 'Node' ? 'nodes' : 'NodePools';
+  if (policies === 0) {
+    return {
+      id,
+      ok: true,
+      skipped: true,
+      message: `no TenancyPolicy in the ConfigMap: the ${plural} were not checked for a group's label and taint`,
+    };
+  }
+  if (observed === undefined) {
+    return {
+      id,
+      ok: true,
+      skipped: true,
+      message: 'the API server does not serve karpenter.sh/v1 NodePools (Karpenter is not installed): none to check',
+    };
+  }
+  if (typeof observed === 'string') return { id, ok: false, message: `the ${plural} could not be read: ${observed}` };
+  if (observed.findings.length > 0) {
+    return {
+      id,
+      ok: false,
+      message: `${observed.findings.length} finding${observed.findings.length === 1 ? '' : 's'} on ${observed.count} ${plural}: ${spellOut(observed.findings, (finding) => finding, '; ', 'findings')}`,
+      hint: `a node of group G carries the label and the taint of G together (docs/tenancy.md, "The node half"); tolerator audit lists them all`,
+    };
+  }
+  return { id, ok: true, message: `${observed.count} ${plural} carry each group's label and taint together, or neither` };
 }
 
 /** The exit code: 0 when every check that ran passed, 1 otherwise. */

@@ -53,11 +53,19 @@ export const maxResultsPerReport = 500;
 export interface ReportObject {
   readonly apiVersion: string;
   readonly kind: string;
-  readonly metadata: { name: string; namespace: string; labels: Record<string, string>; resourceVersion?: string };
+  /** No namespace for the cluster-wide report of the Nodes' and NodePools' findings (key ''). */
+  readonly metadata: { name: string; namespace?: string; labels: Record<string, string>; resourceVersion?: string };
   readonly [field: string]: unknown;
 }
 
 type Outcome = 'fail' | 'warn';
+
+/** The object a result is about: a Pod, or a Node or Karpenter NodePool for the node-side rules. */
+function resourceOf(violation: AuditViolation): Record<string, string> {
+  if (violation.kind === 'Node') return { apiVersion: 'v1', kind: 'Node', name: violation.name };
+  if (violation.kind === 'NodePool') return { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: violation.name };
+  return { apiVersion: 'v1', kind: 'Pod', namespace: violation.namespace, name: violation.name };
+}
 
 /**
  * One report per namespace with violations, keyed by namespace; `now` is the audit's completion
@@ -107,14 +115,18 @@ export function buildPolicyReports(
         scored: result === 'fail',
         timestamp: { seconds, nanos: 0 },
         message: violation.message,
-        resources: [{ apiVersion: 'v1', kind: 'Pod', namespace, name: violation.name }],
+        resources: [resourceOf(violation)],
         properties: { node: violation.node },
       };
     });
+    // The findings on Nodes and NodePools (namespace ''), which `tolerator audit` makes, go to the
+    // cluster-scoped twin of the report (ClusterPolicyReport, ClusterReport), as Kyverno writes
+    // its findings on cluster-scoped objects.
+    const clusterWide = namespace === '';
     reports.set(namespace, {
       apiVersion: `${api.group}/${api.version}`,
-      kind: api.kind,
-      metadata: { name: reportName, namespace, labels: { ...reportLabels } },
+      kind: clusterWide ? `Cluster${api.kind}` : api.kind,
+      metadata: { name: reportName, ...(clusterWide ? {} : { namespace }), labels: { ...reportLabels } },
       ...(api.group === 'openreports.io' ? { source: 'tolerator' } : {}),
       summary: { pass: passed.get(namespace) ?? 0, fail, warn, error: 0, skip: 0 },
       results,

@@ -17,7 +17,7 @@
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditRuleNames, isAuditRuleName, type AuditRuleName } from '../audit/audit-rules.js';
+import { auditNodeSide, auditRuleNames, isAuditRuleName, type AuditRuleName } from '../audit/audit-rules.js';
 import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
@@ -62,7 +62,7 @@ export const auditFlags = {
   'cluster-state': {
     kind: 'string',
     placeholder: 'FILE',
-    help: 'Namespaces, Nodes and Pods to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods -A -o yaml), instead of a cluster',
+    help: 'Namespaces, Nodes, Pods and Karpenter NodePools to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods,nodepools -A -o yaml), instead of a cluster',
   },
   kubeconfig: {
     kind: 'string',
@@ -181,7 +181,13 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const controllers = new Map<string, WorkloadRef | undefined>();
   let result: AuditResult;
   try {
+    // The node half of the pattern: the cluster's Nodes and NodePools, unless -n narrows the audit to one namespace's pods.
+    const note = (text: string): void => {
+      io.stderr(`tolerator audit: ${terminalSafe(text)}\n`);
+    };
+    const clusterFindings = namespace === undefined ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings) : [];
     result = await runAudit(pages, source.facts, settings, {
+      clusterFindings,
       ...(rules === undefined ? {} : { rules }),
       ...(groupBy === 'workload'
         ? {
@@ -255,6 +261,11 @@ interface AuditSource {
   readonly readController: (namespace: string, owner: WorkloadRef) => Promise<WorkloadRef | undefined>;
   /** The pods are read: the progress line, if any, is cleared. */
   readonly done: () => void;
+  /**
+   * The Karpenter NodePools (karpenter.sh/v1); none where the API server does not serve them, or
+   * where the caller may not list them (then `note` says so, and the rest of the audit goes on).
+   */
+  readonly nodePools: (note: (text: string) => void) => Promise<readonly unknown[]>;
 }
 
 function fileSource(file: string, io: CommandIo): AuditSource {
@@ -268,6 +279,7 @@ function fileSource(file: string, io: CommandIo): AuditSource {
     // The ReplicaSets and Jobs the file holds (kubectl get namespaces,nodes,pods,replicasets,jobs -A -o yaml).
     readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
     done: () => undefined,
+    nodePools: () => Promise.resolve(state.nodePools),
   };
 }
 
@@ -381,9 +393,23 @@ async function clusterSource(
     }
     return found;
   };
+  // Karpenter's NodePools, where its CRD is installed: one request tells (404 when the API is not served).
+  const nodePools = async (note: (text: string) => void): Promise<readonly unknown[]> => {
+    const path = '/apis/karpenter.sh/v1/nodepools';
+    const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
+    if (probe.status === 404) return [];
+    if (probe.status === 403) {
+      // A role made for the pods' audit (deploy/overlays/audit) need not read NodePools: say so, audit the rest.
+      note(`Karpenter NodePools not audited: ${describeFailure(probe)}`);
+      return [];
+    }
+    if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
+    return listAll(path, (item) => item);
+  };
   return {
     facts,
     readController,
+    nodePools,
     done: progress.clear,
     pages: (handlers) =>
       listInPages(request, podsPath, options, {

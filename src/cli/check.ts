@@ -13,14 +13,20 @@
  * tolerator-tls), checked against the caBundle for the name NAME.NAMESPACE.svc the API server dials.
  * tolerator's own /metrics (its feature gates, its policies) is read through the url, or through
  * the API server's service proxy.
+ *
+ * Every request goes through the one request helper (src/kube/api-requests.ts: bounded in time
+ * and size, the wire shape parsed once), and the policies of the ConfigMap through the server's
+ * own parser (policySetFromSources), so that check refuses what `serve` refuses. With policies,
+ * the Nodes and Karpenter NodePools are judged for the node half of the pattern
+ * (src/tenancy/node-side.ts), page by page.
  */
 import { X509Certificate } from 'node:crypto';
-import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { isIP } from 'node:net';
 import { checkServerIdentity, connect as tlsConnect } from 'node:tls';
-import { parseAllDocuments } from 'yaml';
+import type { KubeConfig } from '@kubernetes/client-node';
 import {
   checkExitCode,
+  countEndpoints,
   defaultsCheck,
   endpointsCheck,
   excludedNamespaceCheck,
@@ -28,6 +34,7 @@ import {
   formatCheckLines,
   gateSamples,
   gaugeValue,
+  nodePatternCheck,
   policiesCheck,
   servingCertificateCheck,
   tenancyCheck,
@@ -38,7 +45,12 @@ import {
   type ObservedEndpoints,
   type ObservedWebhook,
 } from '../audit/install-check.js';
-import { parseTenancyPolicy, tenancyPolicyKind, type TenancyPolicy } from '../tenancy/policy.js';
+import type { Node } from '../api/types.js';
+import { isJsonObject } from '../api/types.js';
+import { createApiRequest, describeFailure, ResponseTooLarge, type ApiRequest } from '../kube/api-requests.js';
+import { nodeFindings, nodePoolFindings } from '../tenancy/node-side.js';
+import { policySetFromSources } from '../tenancy/policy-directory.js';
+import { formatPolicyLoadError, type TenancyPolicy } from '../tenancy/policy.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
@@ -67,8 +79,13 @@ export const checkFlags = {
 const stepTimeoutMs = 10_000;
 /** The API server's /metrics is a few MiB; 64 MiB bounds a hostile or broken one (as serve's read). */
 const maxMetricsBytes = 64 * 1024 * 1024;
-
-type K8s = typeof import('@kubernetes/client-node');
+/**
+ * 3 MiB: the largest object kube-apiserver accepts (its default --max-request-bytes), so the
+ * largest one it sends back; a webhook configuration, Secret or ConfigMap read whole.
+ */
+const maxObjectBytes = 3 * 1024 * 1024;
+/** Nodes and NodePools per page: client-go's pager default. */
+const listPageSize = 500;
 
 export const checkCommand: CommandDefinition = {
   name: 'check',
@@ -81,7 +98,6 @@ export const checkCommand: CommandDefinition = {
 async function runCheck(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const str = (name: keyof typeof checkFlags, fallback: string): string => (flags.values.get(name) as string | undefined) ?? fallback;
   const output = str('output', 'text');
-  const k8s = await import('@kubernetes/client-node');
   const { loadKubeConfig } = await import('../kube/kube-config.js');
   let kc: KubeConfig | undefined;
   try {
@@ -99,7 +115,7 @@ async function runCheck(flags: ParsedFlags, io: CommandIo): Promise<number> {
       'no cluster: give --kubeconfig FILE, set KUBECONFIG, write ~/.kube/config, or run in a pod with a service account',
     );
   }
-  const results = await runChecks(k8s, kc, {
+  const results = await runChecks(kc, {
     mutating: str('mutating-webhook', 'tolerator'),
     validating: str('validating-webhook', 'tolerator'),
     installNamespace: str('install-namespace', 'tolerator-system'),
@@ -124,48 +140,38 @@ interface CheckTargets {
   readonly excludedNamespace: string;
 }
 
-type KubeConfig = InstanceType<K8s['KubeConfig']>;
-
-async function runChecks(k8s: K8s, kc: KubeConfig, targets: CheckTargets): Promise<CheckResult[]> {
-  const admission = kc.makeApiClient(k8s.AdmissionregistrationV1Api);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const discovery = kc.makeApiClient(k8s.DiscoveryV1Api);
+async function runChecks(kc: KubeConfig, targets: CheckTargets): Promise<CheckResult[]> {
+  const api = createApiRequest(kc, { timeoutMs: stepTimeoutMs });
   const results: CheckResult[] = [];
   const reachable: ObservedWebhook[] = [];
 
-  for (const [kind, name] of [
-    ['MutatingWebhookConfiguration', targets.mutating],
-    ['ValidatingWebhookConfiguration', targets.validating],
+  for (const [kind, resource, name] of [
+    ['MutatingWebhookConfiguration', 'mutatingwebhookconfigurations', targets.mutating],
+    ['ValidatingWebhookConfiguration', 'validatingwebhookconfigurations', targets.validating],
   ] as const) {
-    const webhooks = await orNotFound(async () => {
-      const read =
-        kind === 'MutatingWebhookConfiguration'
-          ? await admission.readMutatingWebhookConfiguration({ name })
-          : await admission.readValidatingWebhookConfiguration({ name });
-      return (read.webhooks ?? []).map(observedWebhook);
-    });
-    if (typeof webhooks === 'string') {
-      results.push({ id: 'webhook-configuration', ok: false, message: `${kind} ${name} could not be read: ${webhooks}` });
+    const read = await readObject(api, `/apis/admissionregistration.k8s.io/v1/${resource}/${encodeURIComponent(name)}`);
+    if (typeof read === 'string') {
+      results.push({ id: 'webhook-configuration', ok: false, message: `${kind} ${name} could not be read: ${read}` });
       continue;
     }
+    const webhooks = read === undefined ? undefined : listAt(read, 'webhooks').map(observedWebhook);
     results.push(webhookConfigurationCheck(kind, name, webhooks));
     for (const webhook of webhooks ?? []) {
-      results.push(
-        endpointsCheck(kind, webhook, webhook.service === undefined ? undefined : await endpointsOf(core, discovery, webhook.service)),
-      );
+      results.push(endpointsCheck(kind, webhook, webhook.service === undefined ? undefined : await endpointsOf(api, webhook.service)));
       if (webhook.service === undefined && webhook.url === undefined) continue;
-      results.push(servingCertificateCheck(kind, webhook, await certificateOf(core, webhook, targets), new Date()));
+      results.push(servingCertificateCheck(kind, webhook, await certificateOf(api, webhook, targets), new Date()));
       reachable.push(webhook);
     }
   }
 
   const probePod = (namespace: string, tolerations: readonly Record<string, string>[] = []): Promise<DryRunAnswer> =>
-    dryRunPod(kc, namespace, tolerations);
+    dryRunPod(api, namespace, tolerations);
   results.push(defaultsCheck(targets.namespace, await probePod(targets.namespace)));
   results.push(excludedNamespaceCheck(targets.excludedNamespace, await probePod(targets.excludedNamespace)));
 
-  const configMap = await policiesInConfigMap(core, targets);
-  const deny = typeof configMap === 'string' ? undefined : configMap.policies.find((policy) => policy.enforcement === 'Deny');
+  const configMap = await policiesInConfigMap(api, targets);
+  const policies = typeof configMap === 'string' ? [] : configMap.policies;
+  const deny = policies.find((policy) => policy.enforcement === 'Deny');
   const foreignGroup = 'tolerator-check-foreign-group';
   results.push(
     tenancyCheck(
@@ -177,8 +183,8 @@ async function runChecks(k8s: K8s, kc: KubeConfig, targets: CheckTargets): Promi
   );
 
   const [first] = reachable;
-  const toleratorMetrics = first === undefined ? 'no webhook to reach tolerator through' : await toleratorMetricsText(kc, first);
-  const apiServerMetrics = await getText(kc, apiServerUrl(kc, '/metrics'), maxMetricsBytes);
+  const toleratorMetrics = first === undefined ? 'no webhook to reach tolerator through' : await toleratorMetricsText(api, first);
+  const apiServerMetrics = await getText(api, '/metrics');
   results.push(
     featureGatesCheck(
       typeof toleratorMetrics === 'string' ? toleratorMetrics : gateSamples(toleratorMetrics.body, 'tolerator_feature_gate_enabled'),
@@ -193,107 +199,145 @@ async function runChecks(k8s: K8s, kc: KubeConfig, targets: CheckTargets): Promi
     policiesCheck(
       typeof configMap === 'string'
         ? configMap
-        : { name: `${targets.installNamespace}/${targets.policiesConfigMap}`, policies: configMap.documents },
+        : { name: `${targets.installNamespace}/${targets.policiesConfigMap}`, policies: configMap.documents, errors: configMap.errors },
       loaded,
+    ),
+  );
+
+  // The node half of the pattern: what the policies of the ConfigMap say of the nodes and NodePools there are.
+  const judged = policies.length === 0 ? undefined : policies;
+  results.push(
+    nodePatternCheck(
+      'Node',
+      judged === undefined
+        ? { count: 0, findings: [] }
+        : await judgeList(api, '/api/v1/nodes', (node) => nodeFindings(node as Node, judged)),
+      policies.length,
+    ),
+  );
+  results.push(
+    nodePatternCheck(
+      'NodePool',
+      judged === undefined
+        ? { count: 0, findings: [] }
+        : await judgeList(api, '/apis/karpenter.sh/v1/nodepools', (nodePool) => nodePoolFindings(nodePool, judged)),
+      policies.length,
     ),
   );
   return results;
 }
 
-interface WebhookClientConfig {
-  readonly name: string;
-  readonly clientConfig?: { url?: string; caBundle?: string; service?: { namespace: string; name: string; port?: number; path?: string } };
+/** An object read whole: its body, undefined on 404, the reason on any other failure. */
+async function readObject(api: ApiRequest, path: string): Promise<Record<string, unknown> | undefined | string> {
+  try {
+    const response = await api('GET', path, undefined, { maxBodyBytes: maxObjectBytes });
+    if (response.status === 404) return undefined;
+    if (response.status !== 200 || !isJsonObject(response.body)) return describeFailure(response);
+    return response.body;
+  } catch (error) {
+    return describe(error);
+  }
 }
 
-function observedWebhook(webhook: WebhookClientConfig): ObservedWebhook {
-  const config = webhook.clientConfig ?? {};
-  const caBundle = config.caBundle === undefined ? '' : Buffer.from(config.caBundle, 'base64').toString('utf8');
-  const service = config.service;
+/** The array at `field` of an object from the wire, [] when absent or null (as Go's encoder writes an empty slice). */
+function listAt(object: Record<string, unknown>, field: string): unknown[] {
+  const value = object[field];
+  return Array.isArray(value) ? (value as unknown[]) : [];
+}
+
+/**
+ * Every item of a cluster-scoped list, in pages, judged as it arrives and then dropped (a cluster
+ * of thousands of Nodes is never held): how many there were and each finding's message;
+ * undefined when the API is not served (404), the reason when a page cannot be read.
+ */
+async function judgeList(
+  api: ApiRequest,
+  path: string,
+  judge: (item: unknown) => readonly { readonly message: string }[],
+): Promise<{ count: number; findings: string[] } | string | undefined> {
+  let count = 0;
+  const findings: string[] = [];
+  let token = '';
+  do {
+    const query = `?limit=${listPageSize}${token === '' ? '' : `&continue=${encodeURIComponent(token)}`}`;
+    let response;
+    try {
+      response = await api('GET', `${path}${query}`, undefined, {
+        onItem: (item) => {
+          count++;
+          for (const finding of judge(item)) findings.push(finding.message);
+        },
+      });
+    } catch (error) {
+      return describe(error);
+    }
+    if (response.status === 404) return undefined;
+    if (response.status !== 200 || !isJsonObject(response.body)) return describeFailure(response);
+    const metadata = response.body.metadata;
+    token = isJsonObject(metadata) && typeof metadata.continue === 'string' ? metadata.continue : '';
+  } while (token !== '');
+  return { count, findings };
+}
+
+/** One webhook of a configuration as the API server sends it (any JSON: each field is checked before use). */
+function observedWebhook(webhook: unknown): ObservedWebhook {
+  const hook = isJsonObject(webhook) ? webhook : {};
+  const config = isJsonObject(hook.clientConfig) ? hook.clientConfig : {};
+  const caBundle = typeof config.caBundle === 'string' ? Buffer.from(config.caBundle, 'base64').toString('utf8') : '';
+  const service = isJsonObject(config.service) ? config.service : undefined;
   return {
-    name: webhook.name,
+    name: typeof hook.name === 'string' ? hook.name : '',
     caBundle,
-    ...(config.url === undefined ? {} : { url: config.url }),
+    ...(typeof config.url === 'string' ? { url: config.url } : {}),
     // 443: the API's default port for a webhook Service.
     ...(service === undefined
       ? {}
       : {
           service: {
-            namespace: service.namespace,
-            name: service.name,
-            port: service.port ?? 443,
-            ...(service.path === undefined ? {} : { path: service.path }),
+            namespace: typeof service.namespace === 'string' ? service.namespace : '',
+            name: typeof service.name === 'string' ? service.name : '',
+            port: typeof service.port === 'number' ? service.port : 443,
+            ...(typeof service.path === 'string' ? { path: service.path } : {}),
           },
         }),
   };
 }
 
-/** undefined on 404, the error's words on any other failure. */
-async function orNotFound<T>(read: () => Promise<T>): Promise<T | undefined | string> {
-  try {
-    return await read();
-  } catch (error) {
-    if ((error as { code?: number }).code === 404) return undefined;
-    return describe(error);
-  }
-}
-
 function describe(error: unknown): string {
-  const { code, body, message } = error as { code?: number; body?: unknown; message?: string };
-  if (typeof code === 'number') {
-    let detail = typeof body === 'string' ? body : '';
-    try {
-      detail = (JSON.parse(detail) as { message?: string }).message ?? detail;
-    } catch {
-      // not JSON: the body as it is
-    }
-    return `HTTP ${code}: ${detail.slice(0, 500)}`;
-  }
-  return message ?? String(error);
+  if (error instanceof ResponseTooLarge) return error.message;
+  return error instanceof Error ? error.message : String(error);
 }
 
-async function endpointsOf(
-  core: InstanceType<K8s['CoreV1Api']>,
-  discovery: InstanceType<K8s['DiscoveryV1Api']>,
-  service: NonNullable<ObservedWebhook['service']>,
-): Promise<ObservedEndpoints | undefined> {
-  const exists = await orNotFound(() => core.readNamespacedService({ namespace: service.namespace, name: service.name }));
+async function endpointsOf(api: ApiRequest, service: NonNullable<ObservedWebhook['service']>): Promise<ObservedEndpoints | undefined> {
+  const namespace = encodeURIComponent(service.namespace);
+  const exists = await readObject(api, `/api/v1/namespaces/${namespace}/services/${encodeURIComponent(service.name)}`);
   if (exists === undefined) return undefined;
-  const slices = await discovery.listNamespacedEndpointSlice({
-    namespace: service.namespace,
-    labelSelector: `kubernetes.io/service-name=${service.name}`,
-  });
-  let ready = 0;
-  let notReady = 0;
-  for (const slice of slices.items) {
-    // An endpoint whose ready condition is unknown (nil) counts as ready (discovery/v1's documentation).
-    for (const endpoint of slice.endpoints) {
-      if (endpoint.conditions?.ready === false) notReady++;
-      else ready++;
-    }
-  }
-  return { ready, notReady };
+  const selector = encodeURIComponent(`kubernetes.io/service-name=${service.name}`);
+  const slices = await readObject(api, `/apis/discovery.k8s.io/v1/namespaces/${namespace}/endpointslices?labelSelector=${selector}`);
+  // A Service whose slices cannot be read has, as far as anyone can tell, no endpoint to call.
+  return typeof slices === 'object' ? countEndpoints(listAt(slices, 'items')) : { ready: 0, notReady: 0 };
 }
 
 function pemBlocks(text: string): string[] {
   return text.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
 }
 
-async function certificateOf(
-  core: InstanceType<K8s['CoreV1Api']>,
-  webhook: ObservedWebhook,
-  targets: CheckTargets,
-): Promise<ObservedCertificate> {
+async function certificateOf(api: ApiRequest, webhook: ObservedWebhook, targets: CheckTargets): Promise<ObservedCertificate> {
   const service = webhook.service;
   if (service === undefined) return tlsObservation(new URL(webhook.url ?? ''), webhook.caBundle);
-  const secret = await orNotFound(() => core.readNamespacedSecret({ namespace: service.namespace, name: targets.servingSecret }));
+  const secret = await readObject(
+    api,
+    `/api/v1/namespaces/${encodeURIComponent(service.namespace)}/secrets/${encodeURIComponent(targets.servingSecret)}`,
+  );
   if (secret === undefined || typeof secret === 'string') {
     return {
       reached: false,
       error: `Secret ${service.namespace}/${targets.servingSecret}: ${secret ?? 'not found'} (name the mounted one with --serving-secret)`,
     };
   }
-  const tlsCrt = secret.data?.['tls.crt'];
-  if (tlsCrt === undefined) return { reached: false, error: `Secret ${service.namespace}/${targets.servingSecret} has no tls.crt` };
+  const data = isJsonObject(secret.data) ? secret.data : {};
+  const tlsCrt = data['tls.crt'];
+  if (typeof tlsCrt !== 'string') return { reached: false, error: `Secret ${service.namespace}/${targets.servingSecret} has no tls.crt` };
   try {
     const leaf = new X509Certificate(pemBlocks(Buffer.from(tlsCrt, 'base64').toString('utf8'))[0] ?? '');
     const host = `${service.name}.${service.namespace}.svc`;
@@ -364,16 +408,22 @@ function tlsObservation(url: URL, caBundle: string): Promise<ObservedCertificate
 
 const probeContainer = { name: 'check', image: 'registry.k8s.io/pause:3.10', resources: { requests: { cpu: '1m' } } };
 
-/** A dry-run create (nothing is stored) of a Burstable pod with `tolerations`, by a plain POST: what the API server answers, as it answers it. */
-async function dryRunPod(kc: KubeConfig, namespace: string, tolerations: readonly Record<string, string>[]): Promise<DryRunAnswer> {
+/** A dry-run create (nothing is stored) of a Burstable pod with `tolerations`: what the API server answers, as it answers it. */
+async function dryRunPod(api: ApiRequest, namespace: string, tolerations: readonly Record<string, string>[]): Promise<DryRunAnswer> {
   const pod = {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { generateName: 'tolerator-check-', labels: { 'app.kubernetes.io/created-by': 'tolerator-check' } },
     spec: { containers: [probeContainer], tolerations },
   };
-  const answer = await sendJson(kc, 'POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods?dryRun=All`, pod);
-  if (typeof answer === 'string') return { created: false, code: 0, message: answer };
+  let answer;
+  try {
+    answer = await api('POST', `/api/v1/namespaces/${encodeURIComponent(namespace)}/pods?dryRun=All`, pod, {
+      maxBodyBytes: maxObjectBytes,
+    });
+  } catch (error) {
+    return { created: false, code: 0, message: describe(error) };
+  }
   const body = answer.body as { spec?: { tolerations?: { key?: unknown; effect?: unknown }[] }; message?: unknown } | undefined;
   if (answer.status !== 201 && answer.status !== 200) {
     return { created: false, code: answer.status, message: typeof body?.message === 'string' ? body.message : '' };
@@ -388,102 +438,90 @@ async function dryRunPod(kc: KubeConfig, namespace: string, tolerations: readonl
   };
 }
 
-/** One JSON request with the kubeconfig's credentials, bounded in time and size. */
-async function sendJson(kc: KubeConfig, method: string, path: string, body: unknown): Promise<{ status: number; body: unknown } | string> {
-  const options: RequestOptions = {
-    method,
-    timeout: stepTimeoutMs,
-    headers: { 'content-type': 'application/json', accept: 'application/json' },
-  };
-  await kc.applyToHTTPSOptions(options);
-  const url = apiServerUrl(kc, path);
-  return new Promise((resolve) => {
-    const req = httpsRequest(url, options, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        const text = Buffer.concat(chunks).toString('utf8');
-        try {
-          resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) as unknown });
-        } catch {
-          resolve(`${method} ${url.pathname}: HTTP ${res.statusCode ?? 0}: ${text.slice(0, 200)}`);
-        }
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${stepTimeoutMs / 1000} s`)));
-    req.on('error', (error) => {
-      resolve(`${method} ${url.pathname}: ${error.message}`);
-    });
-    req.end(JSON.stringify(body));
-  });
-}
-
+/**
+ * The ConfigMap's policies, read by the server's own parser (policySetFromSources): the files it
+ * would mount, by the directory's rule (src/tenancy/policy-directory.ts, names ending in .yaml,
+ * .yml or .json), in name order. A document the server refuses (`kind: TenancyPolcy`) is an error
+ * here too, not a document skipped.
+ */
 async function policiesInConfigMap(
-  core: InstanceType<K8s['CoreV1Api']>,
+  api: ApiRequest,
   targets: CheckTargets,
-): Promise<{ documents: number; policies: TenancyPolicy[] } | string> {
+): Promise<{ documents: number; policies: readonly TenancyPolicy[]; errors: string[] } | string> {
   const name = `${targets.installNamespace}/${targets.policiesConfigMap}`;
-  const configMap = await orNotFound(() =>
-    core.readNamespacedConfigMap({ namespace: targets.installNamespace, name: targets.policiesConfigMap }),
+  const configMap = await readObject(
+    api,
+    `/api/v1/namespaces/${encodeURIComponent(targets.installNamespace)}/configmaps/${encodeURIComponent(targets.policiesConfigMap)}`,
   );
   if (configMap === undefined) return `ConfigMap ${name} not found (name it with --policies-configmap)`;
   if (typeof configMap === 'string') return `ConfigMap ${name} could not be read: ${configMap}`;
-  let documents = 0;
-  const policies: TenancyPolicy[] = [];
-  // In key order, as the server reads the mounted directory's files.
-  for (const [file, text] of Object.entries(configMap.data ?? {}).sort(([a], [b]) => (a < b ? -1 : 1))) {
-    if (!/\.ya?ml$/.test(file)) continue;
-    for (const document of parseAllDocuments(text)) {
-      const value: unknown = document.toJS();
-      if (typeof value !== 'object' || value === null || (value as { kind?: unknown }).kind !== tenancyPolicyKind) continue;
-      documents++;
-      const parsed = parseTenancyPolicy(value, { file, lineOf: () => undefined });
-      if (parsed.policy !== undefined) policies.push(parsed.policy);
-    }
-  }
-  return { documents, policies };
+  const data = isJsonObject(configMap.data) ? configMap.data : {};
+  const sources = Object.entries(data)
+    .filter((entry): entry is [string, string] => policyFileName.test(entry[0]) && typeof entry[1] === 'string')
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .map(([file, text]) => ({ file, text }));
+  const loaded = policySetFromSources(sources);
+  return {
+    documents: loaded.set.policies.length + loaded.errors.length,
+    policies: loaded.set.policies,
+    errors: loaded.errors.map(formatPolicyLoadError),
+  };
 }
 
-/** tolerator's /metrics: through the webhook's url, or the API server's proxy to its Service. */
-async function toleratorMetricsText(kc: KubeConfig, webhook: ObservedWebhook): Promise<{ body: string } | string> {
+/** The directory's rule for policy files (src/tenancy/policy-directory.ts): a ConfigMap key is a file name. */
+const policyFileName = /\.(ya?ml|json)$/;
+
+/** tolerator's /metrics: through the webhook's url (trusting only its caBundle), or the API server's proxy to its Service. */
+async function toleratorMetricsText(api: ApiRequest, webhook: ObservedWebhook): Promise<{ body: string } | string> {
   const service = webhook.service;
-  if (service === undefined) return getText(undefined, new URL('/metrics', webhook.url ?? ''), maxMetricsBytes, webhook.caBundle);
-  const path = `/api/v1/namespaces/${encodeURIComponent(service.namespace)}/services/https:${encodeURIComponent(service.name)}:${service.port}/proxy/metrics`;
-  return getText(kc, apiServerUrl(kc, path), maxMetricsBytes);
+  if (service === undefined) {
+    let direct: ApiRequest;
+    try {
+      direct = await urlRequest(new URL(webhook.url ?? ''), webhook.caBundle);
+    } catch (error) {
+      return describe(error);
+    }
+    return getText(direct, '/metrics');
+  }
+  return getText(
+    api,
+    `/api/v1/namespaces/${encodeURIComponent(service.namespace)}/services/https:${encodeURIComponent(service.name)}:${service.port}/proxy/metrics`,
+  );
 }
 
-/** `path` on the current context's API server (checked to exist when the kubeconfig was loaded). */
-function apiServerUrl(kc: KubeConfig, path: string): URL {
-  return new URL(path, kc.getCurrentCluster()?.server ?? 'https://localhost');
-}
-
-/** A GET with the kubeconfig's credentials (or only `ca`), bounded in time and size; the body, or why not. */
-async function getText(kc: KubeConfig | undefined, url: URL, maxBytes: number, ca?: string): Promise<{ body: string } | string> {
-  const options: RequestOptions = { timeout: stepTimeoutMs };
-  if (kc !== undefined) await kc.applyToHTTPSOptions(options);
-  if (ca !== undefined && ca !== '') options.ca = ca;
-  return new Promise((resolve) => {
-    const req = httpsRequest(url, options, (res) => {
-      const chunks: Buffer[] = [];
-      let size = 0;
-      res.on('data', (chunk: Buffer) => {
-        size += chunk.length;
-        if (size > maxBytes) {
-          req.destroy();
-          resolve(`GET ${url.pathname}: more than ${maxBytes} bytes`);
-          return;
-        }
-        chunks.push(chunk);
-      });
-      res.on('end', () => {
-        const body = Buffer.concat(chunks).toString('utf8');
-        resolve(res.statusCode === 200 ? { body } : `GET ${url.pathname}: HTTP ${res.statusCode ?? 0}: ${body.slice(0, 200)}`);
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`no answer within ${stepTimeoutMs / 1000} s`)));
-    req.on('error', (error) => {
-      resolve(`GET ${url.pathname}: ${error.message}`);
-    });
-    req.end();
+/**
+ * Requests to a webhook's url as the API server makes them: trusting its caBundle alone (the
+ * system's CAs when it is empty), with no credentials. The same request helper, given a
+ * kubeconfig of one cluster and no user.
+ */
+async function urlRequest(url: URL, caBundle: string): Promise<ApiRequest> {
+  const { KubeConfig: KubeConfigClass } = await import('@kubernetes/client-node');
+  const direct = new KubeConfigClass();
+  direct.loadFromOptions({
+    clusters: [
+      {
+        name: 'webhook',
+        server: url.origin,
+        skipTLSVerify: false,
+        ...(caBundle === '' ? {} : { caData: Buffer.from(caBundle).toString('base64') }),
+      },
+    ],
+    users: [{ name: 'anonymous' }],
+    contexts: [{ name: 'webhook', cluster: 'webhook', user: 'anonymous' }],
+    currentContext: 'webhook',
   });
+  return createApiRequest(direct, { timeoutMs: stepTimeoutMs });
+}
+
+/** A text GET (an exposition), bounded in time and size: the body, or why not. */
+async function getText(api: ApiRequest, path: string): Promise<{ body: string } | string> {
+  try {
+    const response = await api('GET', path, undefined, { maxBodyBytes: maxMetricsBytes, text: true });
+    if (response.status !== 200) {
+      return `GET ${path}: HTTP ${response.status}: ${typeof response.body === 'string' ? response.body.slice(0, 200) : ''}`;
+    }
+    return { body: typeof response.body === 'string' ? response.body : '' };
+  } catch (error) {
+    return `GET ${path}: ${describe(error)}`;
+  }
 }

@@ -189,6 +189,9 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     notes.push(
       `TenancyPolicy ${tenancy.name}: spec.nodeName is judged more strictly than by the webhook (which reads the named Node): a pod that names a node at create is refused unless its namespace is infrastructure and the pod no tenant`,
     );
+    notes.push(
+      `TenancyPolicy ${tenancy.name}: the node half is not exported: Karpenter NodePools (karpenter.sh/v1) that label nodes for a group without its taint, and spec.nodePools, are checked by the webhook's validate-nodepools.tolerator.dev and reported by tolerator audit (nodepool-pattern, node-pattern), not by these policies`,
+    );
   }
 
   const { variables, mutations } = tolerationSteps(settings, enabled, tenancy);

@@ -236,6 +236,11 @@ function termsCelAt(site: PodSpecSite): string {
   return `${specCel(site, 'object')}.?affinity.?nodeAffinity.?requiredDuringSchedulingIgnoredDuringExecution.?nodeSelectorTerms.orValue([])`;
 }
 
+/** The preferred node affinity terms of the spec at `site` (groupContradictions reads them too). */
+function preferredCelAt(site: PodSpecSite): string {
+  return `${specCel(site, 'object')}.?affinity.?nodeAffinity.?preferredDuringSchedulingIgnoredDuringExecution.orValue([])`;
+}
+
 function pathOf(site: PodSpecSite, rest: string): string {
   return `/${site.segments.join('/')}${rest}`;
 }
@@ -377,9 +382,10 @@ export function tenancyValidations(tenancy: LabelTenancy, site: PodSpecSite = po
       reason: 'Forbidden',
     },
     {
-      // groupContradictions: a nodeSelector or a required term on the group label that excludes G.
-      expression: `!(${tenantChoice}) || (${nodeSelector}.orValue(variables.group) == variables.group && ${terms}.all(t, t.?matchExpressions.orValue([]).all(r, r.key != ${quote(tenancy.nodeLabel)} || ${admitsGroupCel('r')})))`,
-      messageExpression: `${subject} + ' may only run on nodes labelled ${tenancy.nodeLabel}=' + variables.group + ', but the pod asks for other nodes (${field}.nodeSelector or a required node affinity term on ${tenancy.nodeLabel})'`,
+      // groupContradictions: a nodeSelector, a required term or a preferred term on the group
+      // label that excludes G, or an empty required term.
+      expression: `!(${tenantChoice}) || (${nodeSelector}.orValue(variables.group) == variables.group && ${terms}.all(t, size(t.?matchExpressions.orValue([])) + size(t.?matchFields.orValue([])) > 0 && t.?matchExpressions.orValue([]).all(r, r.key != ${quote(tenancy.nodeLabel)} || ${admitsGroupCel('r')})) && ${preferredCelAt(site)}.all(p, p.?preference.?matchExpressions.orValue([]).all(r, r.key != ${quote(tenancy.nodeLabel)} || ${admitsGroupCel('r')})))`,
+      messageExpression: `${subject} + ' may only run on nodes labelled ${tenancy.nodeLabel}=' + variables.group + ', but the pod asks for other nodes (${field}.nodeSelector, a required or preferred node affinity term on ${tenancy.nodeLabel}, or an empty required term)'`,
       reason: 'Forbidden',
     },
     {

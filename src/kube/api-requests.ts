@@ -40,6 +40,8 @@ export interface ApiRequestLimits {
   readonly onItem?: (item: unknown) => void;
   /** With onItem: paths of object keys within each item whose values are not parsed (they read as null). */
   readonly skipInItems?: readonly (readonly string[])[];
+  /** The body is text (a Prometheus exposition): it resolves as the string it is, not parsed as JSON. */
+  readonly text?: boolean;
 }
 
 export type ApiRequest = (
@@ -185,7 +187,7 @@ export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestO
           text = [];
           let parsed: unknown;
           try {
-            parsed = raw === '' || unreadable ? undefined : JSON.parse(raw);
+            parsed = limits.text === true ? raw : raw === '' || unreadable ? undefined : JSON.parse(raw);
           } catch {
             parsed = undefined;
           }

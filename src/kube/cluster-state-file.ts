@@ -28,19 +28,33 @@ export interface ClusterState {
    * reference is kept, never the object.
    */
   controllers: Map<string, WorkloadRef | undefined>;
+  /**
+   * Karpenter NodePools (`karpenter.sh/v1`, as `kubectl get nodepools -o yaml` writes them), kept
+   * whole, in the file's order: the audit judges their templates (src/tenancy/node-side.ts).
+   */
+  nodePools: unknown[];
   /** Documents and list items that were skipped, each naming where it was and why. */
   warnings: string[];
 }
 
 /** List kinds whose `items` are read; the typed lists name the kind their items default to. */
-type ItemKind = 'Namespace' | 'Node' | 'Pod';
+type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool';
 
 const listKinds = new Map<string, ItemKind | undefined>([
   ['List', undefined],
   ['NamespaceList', 'Namespace'],
   ['NodeList', 'Node'],
   ['PodList', 'Pod'],
+  ['NodePoolList', 'NodePool'],
 ]);
+
+/** Karpenter's API (pkg/apis/v1 of sigs.k8s.io/karpenter v1.15.0). */
+const nodePoolApiVersion = 'karpenter.sh/v1';
+
+/** The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools. */
+function apiVersionOf(kind: ItemKind | undefined): string {
+  return kind === 'NodePool' ? nodePoolApiVersion : 'v1';
+}
 
 export interface ClusterStateOptions {
   /** Keep v1 Pods (and PodLists) too; without it they are skipped with a warning. */
@@ -68,12 +82,14 @@ export function parseClusterState(text: string, source: string, options: Cluster
   const nodes = new Map<string, Node>();
   const pods = new Map<string, Pod>();
   const controllers = new Map<string, WorkloadRef | undefined>();
+  const nodePools = new Map<string, unknown>();
   const warnings: string[] = [];
   const state = (): ClusterState => ({
     namespaces: [...namespaces.values()],
     nodes: [...nodes.values()],
     pods: [...pods.values()],
     controllers,
+    nodePools: [...nodePools.values()],
     warnings,
   });
 
@@ -115,10 +131,11 @@ export function parseClusterState(text: string, source: string, options: Cluster
       throw new Error(`${where}: expected a Kubernetes object, got ${describe(value)}`);
     }
     const kind = typeof value.kind === 'string' ? value.kind : defaultKind;
-    const apiVersion = typeof value.apiVersion === 'string' ? value.apiVersion : defaultKind !== undefined ? 'v1' : undefined;
+    const apiVersion =
+      typeof value.apiVersion === 'string' ? value.apiVersion : defaultKind !== undefined ? apiVersionOf(defaultKind) : undefined;
     const label = `${apiVersion ?? '(no apiVersion)'} ${kind ?? '(no kind)'}`;
 
-    if (kind !== undefined && listKinds.has(kind) && apiVersion === 'v1') {
+    if (kind !== undefined && listKinds.has(kind) && apiVersion === apiVersionOf(listKinds.get(kind))) {
       const items = value.items ?? [];
       if (!Array.isArray(items)) throw new Error(`${where}: ${kind}.items is not a list`);
       // A for loop, not forEach: a PodList of 50,000 pods is one array.
@@ -167,7 +184,17 @@ export function parseClusterState(text: string, source: string, options: Cluster
       else nodes.set(name, nodeAsRead(object) ?? (object as Node));
       return;
     }
-    const read = options.readPods === true ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job' : 'v1 Namespace, Node';
+    if (kind === 'NodePool' && apiVersion === nodePoolApiVersion) {
+      const name = nameOf(value);
+      if (name === undefined) throw new Error(`${where}: NodePool has no metadata.name`);
+      if (nodePools.has(name)) warnings.push(`${where}: NodePool "${name}" appears again; the later one is used`);
+      nodePools.set(name, { ...value, apiVersion, kind });
+      return;
+    }
+    const read =
+      options.readPods === true
+        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool'
+        : 'v1 Namespace, Node, karpenter.sh/v1 NodePool';
     warnings.push(`${where}: ${label} ignored (only ${read} and lists of them are read)`);
   }
 

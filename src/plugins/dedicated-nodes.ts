@@ -33,7 +33,8 @@ import { clipText, spellOut } from '../api/text-bounds.js';
 import { podFromTemplate, podTemplateOf, withPodSpec } from '../api/pod-template.js';
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, PodSpec, Toleration } from '../api/types.js';
-import { jsonEqual } from '../api/types.js';
+import { isJsonObject, jsonEqual } from '../api/types.js';
+import { nodePoolFindings } from '../tenancy/node-side.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
@@ -78,11 +79,61 @@ export function createDedicatedNodes(policies: () => PolicySet): DedicatedNodesP
   return {
     name: 'DedicatedNodes',
     handles: (attributes) =>
-      (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') && workloadKindOf(attributes) !== undefined,
+      (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') &&
+      (workloadKindOf(attributes) !== undefined || isNodePoolRequest(attributes)),
     admit: (object, attributes, context) => admit(policies(), object, attributes, context),
-    validate: (object, attributes, context) => validate(policies(), object, attributes, context),
-    readsNamedNode: () => policies().policies.length > 0,
+    validate: (object, attributes, context) =>
+      isNodePoolRequest(attributes) ? validateNodePool(policies(), object, attributes) : validate(policies(), object, attributes, context),
+    readsNamedNode: (attributes) => policies().policies.length > 0 && !isNodePoolRequest(attributes),
   } satisfies DedicatedNodesPlugin;
+}
+
+/** A write of a Karpenter NodePool itself (`karpenter.sh/v1` `nodepools`, not its status). */
+function isNodePoolRequest(attributes: AdmissionAttributes): boolean {
+  const { group, version, resource } = attributes.resource;
+  return group === nodePoolGroup && version === 'v1' && resource === 'nodepools' && attributes.subResource === '';
+}
+
+const nodePoolGroup = 'karpenter.sh';
+
+/**
+ * A NodePool must make nodes that carry their group's label and taint together (src/tenancy/node-side.ts).
+ * An UPDATE that leaves `spec.template` alone is let through whatever the template says: Karpenter
+ * itself updates its NodePools' annotations (the nodepool-hash controller), and refusing those
+ * writes for a template written before the policy would stall Karpenter without protecting a
+ * node; the template is judged whenever it changes, and the audit reports it meanwhile.
+ */
+function validateNodePool(set: PolicySet, object: JsonObject, attributes: AdmissionAttributes): ValidationOutcome {
+  if (set.policies.length === 0) {
+    return {};
+  }
+  if (attributes.operation === 'UPDATE') {
+    const template = (value: JsonObject | undefined): unknown => (isJsonObject(value?.spec) ? value.spec.template : undefined);
+    if (jsonEqual(template(object), template(attributes.oldObject))) {
+      return {};
+    }
+  }
+  const findings = nodePoolFindings(object, set.policies);
+  const outcome = decide(findings);
+  const names = [...new Set(findings.map(({ policy }) => policy.name))];
+  const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : 'allowed';
+  const auditAnnotations = {
+    ...(names.length > 0 ? { [auditKeys.policy]: names.join(',') } : {}),
+    [auditKeys.decision]: decision,
+  };
+  const metadata = isJsonObject(object.metadata) ? object.metadata : {};
+  return {
+    ...(outcome.denial === undefined
+      ? {}
+      : {
+          denial: {
+            ...outcome.denial,
+            object: { group: nodePoolGroup, resource: 'nodepools', name: typeof metadata.name === 'string' ? metadata.name : '' },
+          },
+        }),
+    ...warningsOf(outcome),
+    auditAnnotations,
+  };
 }
 
 /**

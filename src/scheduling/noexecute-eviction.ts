@@ -9,6 +9,13 @@
  * 3. Otherwise the pod stays for the smallest tolerationSeconds among the used tolerations (the
  *    minimum over all taints, not per taint); a used toleration without tolerationSeconds tolerates
  *    forever and does not count, and a value ≤ 0 means at once. None with a value: never evicted.
+ * 4. The clock starts when the controller first schedules the pod's eviction, and a later change
+ *    of the node's NoExecute taints keeps that schedule (`processPodOnNode` returns when a work
+ *    item exists): only taints all lifted, tolerated for ever, or one not tolerated change it. A
+ *    node NotReady, then unreachable, has its not-ready taint swapped for unreachable, and a pod
+ *    tolerating not-ready for 60 s and unreachable for 20 s goes 60 s after the not-ready taint, not
+ *    20 s after the swap (test/e2e/node-failure-eviction.e2e.ts measured it on kube-controller-manager
+ *    v1.35.8). This function judges the taints it is given, so its reasons say so.
  */
 import type { Taint, Toleration } from '../api/types.js';
 import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
@@ -60,5 +67,9 @@ export function noExecuteOutcome(
     ({ taint, index, seconds: given }) =>
       `taint ${describeTaint(taint)} is tolerated by spec.tolerations[${index}] for tolerationSeconds ${given}: evicted ${seconds === 0 ? 'at once' : `after ${seconds}s`}`,
   );
-  return { evictAfterSeconds: seconds, reasons };
+  return { evictAfterSeconds: seconds, reasons: [...reasons, firstScheduleStands] };
 }
+
+/** Rule 4 above, for a person reading simulate's reasons. */
+export const firstScheduleStands =
+  "counted from the first NoExecute taint that scheduled the pod's eviction: if the node's taints changed since (not-ready swapped for unreachable), that first schedule stands";

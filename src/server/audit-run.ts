@@ -41,6 +41,8 @@ export interface AuditRunOptions {
   readonly rules?: ReadonlySet<AuditRuleName>;
   /** Called for each pod with findings (after `rules`), with them: `--group-by workload` keeps its owner. */
   readonly onFindings?: (pod: Pod, violations: readonly AuditViolation[]) => void;
+  /** Findings on the cluster's Nodes and NodePools (auditNodeSide), added to the pods' (after `rules`). */
+  readonly clusterFindings?: readonly AuditViolation[];
 }
 
 export async function runAudit(
@@ -118,6 +120,8 @@ export async function runAudit(
       }
     },
   });
+  const { rules } = options;
+  collector.addClusterFindings((options.clusterFindings ?? []).filter((violation) => rules === undefined || rules.has(violation.rule)));
   return collector.result();
 }
 

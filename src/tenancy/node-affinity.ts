@@ -17,6 +17,7 @@ import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../api/
 import { integerBoundMatches } from '../scheduling/reference-node-affinity.js';
 
 const termsPath = 'affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms';
+const preferredPath = 'affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution';
 
 /**
  * The list an absent one reads as. Shared rather than `?? []` per term: a pod may hold a million
@@ -115,6 +116,22 @@ export interface Contradiction {
  * for the label, or a required term whose expressions on the label exclude G. One such term is
  * enough (even when others are fine): the pod explicitly asked for another group's nodes, and
  * quietly dropping that alternative would change what the author wrote.
+ *
+ * A preferred term whose expressions on the label exclude G too. kube-scheduler only scores
+ * preferences, so with the group's requirement such a preference is never met, but Karpenter
+ * (pkg/scheduling/requirements.go, NewPodRequirements, at v1.14.1 and v1.15.0) first takes the
+ * heaviest preferred term as required and intersects it with the required term: `In [other]`
+ * with the group's `In [G]` leaves an `In` of no value, which its Requirement reads as
+ * DoesNotExist, so every NodePool that does not define the label (a general pool) is compatible,
+ * and it launched a node there for the tenant's pod, which then could not run on it. A preference
+ * is relaxed only when the pod fits nowhere; here it fit.
+ *
+ * And a required term with neither expressions nor fields. kube-scheduler matches no node with it
+ * (so requireGroupInEveryTerm leaves it alone), but Karpenter builds a pod's requirements from the
+ * matchExpressions of its first term only, and tries the next only after removing that one
+ * (Preferences.removeRequiredNodeAffinityTerm): an empty term is no constraint at all there, and
+ * it launched a node of whatever NodePool comes first whose taints the pod tolerates, a general
+ * one included, where kube-scheduler then would not put the pod.
  */
 export function groupContradictions(spec: PodSpec, nodeLabel: string, group: string, prefix: string): Contradiction[] {
   const contradictions: Contradiction[] = [];
@@ -126,19 +143,67 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
     });
   }
   const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? none;
+  // The first empty term, and how many more: one entry however many (a pod may hold a million).
+  let firstEmpty = -1;
+  let moreEmpty = 0;
   for (let termIndex = 0; termIndex < terms.length; termIndex++) {
-    const expressions = terms[termIndex]?.matchExpressions ?? none;
-    for (let index = 0; index < expressions.length; index++) {
-      const requirement = expressions[index] as NodeSelectorRequirement;
-      if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
-        contradictions.push({
-          field: `${prefix}.${termsPath}[${termIndex}].matchExpressions[${index}]`,
-          detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}`,
-        });
-      }
+    if (matchesNothing(terms[termIndex] ?? {})) {
+      if (firstEmpty === -1) firstEmpty = termIndex;
+      else moreEmpty++;
+      continue;
     }
+    pushExcluding(contradictions, terms[termIndex]?.matchExpressions ?? none, nodeLabel, group, prefix, termsPath, termIndex, '', '');
+  }
+  if (firstEmpty !== -1) {
+    contradictions.push({
+      field: `${prefix}.${termsPath}[${firstEmpty}]`,
+      detail: `is empty${moreEmpty > 0 ? ` (and ${moreEmpty} more terms)` : ''}: kube-scheduler matches no node with it, but Karpenter reads it as no constraint and would provision for the pod outside the group`,
+    });
+  }
+  const preferred = spec.affinity?.nodeAffinity?.preferredDuringSchedulingIgnoredDuringExecution ?? none;
+  for (let termIndex = 0; termIndex < preferred.length; termIndex++) {
+    // A hand-written manifest (audit, offline) may lack the preference the API server requires.
+    const term = preferred[termIndex] as { preference?: NodeSelectorTerm } | undefined;
+    pushExcluding(
+      contradictions,
+      term?.preference?.matchExpressions ?? none,
+      nodeLabel,
+      group,
+      prefix,
+      preferredPath,
+      termIndex,
+      '.preference',
+      ' (a preference Karpenter would provision for outside the group)',
+    );
   }
   return contradictions;
+}
+
+/**
+ * Adds each of a term's expressions on the label that excludes G, as
+ * `<prefix>.<path>[<termIndex>]<rest>.matchExpressions[i]`. The field's parts come apart and are
+ * joined only for a finding: a string built per term showed in the allocation of ordinary reviews.
+ */
+function pushExcluding(
+  contradictions: Contradiction[],
+  expressions: readonly NodeSelectorRequirement[],
+  nodeLabel: string,
+  group: string,
+  prefix: string,
+  path: string,
+  termIndex: number,
+  rest: string,
+  why: string,
+): void {
+  for (let index = 0; index < expressions.length; index++) {
+    const requirement = expressions[index] as NodeSelectorRequirement;
+    if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
+      contradictions.push({
+        field: `${prefix}.${path}[${termIndex}]${rest}.matchExpressions[${index}]`,
+        detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}${why}`,
+      });
+    }
+  }
 }
 
 /**

@@ -9,6 +9,7 @@ import { isJsonObject } from '../api/types.js';
 import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
+import { clipText } from '../api/text-bounds.js';
 
 export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
@@ -36,6 +37,12 @@ export interface TenancyPolicy {
   /** CEL: true lets the namespace's pods tolerate every group (node agents). */
   readonly infrastructure: CompiledExpression<'bool'> | undefined;
   readonly enforcement: Enforcement;
+  /**
+   * The Karpenter NodePools each group names (`spec.nodePools`, optional): NodePool name → the
+   * one group it must serve. A group that names NodePools is served by those alone
+   * (src/tenancy/node-side.ts); an empty map when the policy names none.
+   */
+  readonly nodePools: ReadonlyMap<string, string>;
   /**
    * What the loader warns about without refusing the policy: `group`, `exempt` or `infrastructure`
    * reading fields the pod's author writes, which lets a tenant choose its own answer.
@@ -92,7 +99,7 @@ export type PolicyParseResult =
 
 const effects: readonly TaintEffect[] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 const enforcements: readonly Enforcement[] = ['Deny', 'Warn'];
-const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement']);
+const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement', 'nodePools']);
 const taintFields = new Set(['key', 'effect']);
 /** metadata.name follows the rule of most Kubernetes object names: a DNS-1123 subdomain, ≤ 253. */
 const objectNameFormat = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -188,6 +195,8 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
     report(['spec', 'enforcement'], `unsupported value ${show(enforcement)}: supported values are ${enforcements.join(', ')}`);
   }
 
+  const nodePools = parseNodePools(spec.nodePools, report);
+
   if (errors.length > 0 || name === undefined || group === undefined || taint === undefined || typeof nodeLabel !== 'string') {
     return { errors };
   }
@@ -200,7 +209,18 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
     ...namespaceNameCautions(name, 'infrastructure', infrastructure),
   ];
   return {
-    policy: { name, file: origin.file, group, taint, nodeLabel, exempt, infrastructure, enforcement: enforcement as Enforcement, cautions },
+    policy: {
+      name,
+      file: origin.file,
+      group,
+      taint,
+      nodeLabel,
+      exempt,
+      infrastructure,
+      enforcement: enforcement as Enforcement,
+      nodePools,
+      cautions,
+    },
     errors: [],
   };
 }
@@ -278,6 +298,56 @@ function parseTaint(taint: unknown, report: (path: readonly string[], message: s
     valid = false;
   }
   return valid ? { key: key as string, effect: effect as TaintEffect } : undefined;
+}
+
+/**
+ * `spec.nodePools`: a mapping from a group to the names of its Karpenter NodePools, e.g.
+ * `{pci: [pci-general, pci-gpu]}`. A mapping rather than CEL: the platform team writes NodePools
+ * and names them, so the list is what it reviews, and a NodePool's group is then a look-up, with
+ * nothing to evaluate on a NodePool's write. A NodePool belongs to one group: a name under two
+ * groups is an error naming both.
+ */
+function parseNodePools(value: unknown, report: (path: readonly string[], message: string) => void): Map<string, string> {
+  const byName = new Map<string, string>();
+  if (value === undefined) {
+    return byName;
+  }
+  if (!isJsonObject(value)) {
+    report(['spec', 'nodePools'], 'must be a mapping of group to a list of NodePool names, e.g. {pci: [pci-general, pci-gpu]}');
+    return byName;
+  }
+  for (const [group, names] of Object.entries(value)) {
+    const at = ['spec', 'nodePools', group];
+    for (const message of groupValueErrors(group)) {
+      report(at, `the group ${show(clipped(group))} is not a valid group (a label value): ${message}`);
+    }
+    if (!Array.isArray(names) || names.length === 0) {
+      report(at, 'must be a non-empty list of NodePool names');
+      continue;
+    }
+    for (const [index, nodePool] of names.entries()) {
+      const path = [...at, String(index)];
+      if (typeof nodePool !== 'string' || nodePool.length > objectNameMaxLength || !objectNameFormat.test(nodePool)) {
+        report(
+          path,
+          `must be a NodePool name (a lowercase RFC 1123 subdomain of at most ${objectNameMaxLength} characters), got ${show(typeof nodePool === 'string' ? clipped(nodePool) : nodePool)}`,
+        );
+        continue;
+      }
+      const named = byName.get(nodePool);
+      if (named !== undefined && named !== group) {
+        report(path, `NodePool "${nodePool}" is named by the groups ${show(named)} and ${show(group)}: a NodePool serves one group`);
+        continue;
+      }
+      byName.set(nodePool, group);
+    }
+  }
+  return byName;
+}
+
+/** A value for a message: at most 63 characters (a group, a label value), the rest counted. */
+function clipped(value: string): string {
+  return clipText(value, 63);
 }
 
 /** Why a group value cannot be used, or [] when it can: it becomes a label and toleration value. */

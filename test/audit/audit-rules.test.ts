@@ -1,8 +1,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { defaultFeatureGates } from '../../src/api/feature-gates.js';
-import type { JsonObject, Pod, Toleration } from '../../src/api/types.js';
-import { auditPod, auditRuleNames, isStoredMirrorPod, type AuditSettings, type PodSurroundings } from '../../src/audit/audit-rules.js';
+import type { JsonObject, Node, Pod, Toleration } from '../../src/api/types.js';
+import {
+  auditNodeSide,
+  auditPod,
+  auditRuleNames,
+  isStoredMirrorPod,
+  nodeSideRuleNames,
+  type AuditSettings,
+  type PodSurroundings,
+} from '../../src/audit/audit-rules.js';
 import { allPluginNames, type PluginName } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
@@ -57,8 +65,8 @@ describe('audit rules: each rule with a pod that breaks it and one that keeps it
     });
   }
 
-  it('covers every rule both ways', () => {
-    for (const rule of auditRuleNames) {
+  it('covers every pod rule both ways (the node-side rules: auditNodeSide below)', () => {
+    for (const rule of auditRuleNames.filter((name) => !(nodeSideRuleNames as readonly string[]).includes(name))) {
       assert.ok(
         auditRows.some((row) => row.about === rule && row.breaks),
         `a pod breaking ${rule}`,
@@ -312,4 +320,71 @@ describe("missing-default-tolerations follows DefaultTolerationSeconds' and the 
       assert.equal(rulesOf(subject).includes('missing-default-tolerations'), row.missing);
     });
   }
+});
+
+describe('auditNodeSide: Nodes and NodePools that break the node half of the pattern', () => {
+  const taint = { key: 'dedicated', value: 'pci', effect: 'NoSchedule' as const };
+  const nodes: Node[] = [
+    { metadata: { name: 'pci-ok', labels: { dedicated: 'pci' } }, spec: { taints: [taint] } },
+    { metadata: { name: 'pci-untainted', labels: { dedicated: 'pci' } }, spec: {} },
+    { metadata: { name: 'pci-unlabelled', labels: {} }, spec: { taints: [taint] } },
+    { metadata: { name: 'plain', labels: {} }, spec: {} },
+  ];
+  const nodePools = [
+    {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: 'pci' },
+      spec: { template: { metadata: { labels: { dedicated: 'pci' } }, spec: { taints: [taint] } } },
+    },
+    {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name: 'pci-open' },
+      spec: { template: { metadata: { labels: { dedicated: 'pci' } }, spec: {} } },
+    },
+    { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', metadata: { name: 'general' }, spec: { template: { spec: {} } } },
+  ];
+
+  it('reports each breaking Node and NodePool by name, kind, rule and policy, cluster-scoped', () => {
+    const found = auditNodeSide(nodes, nodePools, settings()).map(({ namespace, name, kind, node, rule, policy }) => ({
+      namespace,
+      name,
+      kind,
+      node,
+      rule,
+      policy,
+    }));
+    assert.deepEqual(found, [
+      {
+        namespace: '',
+        name: 'pci-untainted',
+        kind: 'Node',
+        node: 'pci-untainted',
+        rule: 'node-pattern',
+        policy: 'dedicated-by-namespace-label',
+      },
+      {
+        namespace: '',
+        name: 'pci-unlabelled',
+        kind: 'Node',
+        node: 'pci-unlabelled',
+        rule: 'node-pattern',
+        policy: 'dedicated-by-namespace-label',
+      },
+      { namespace: '', name: 'pci-open', kind: 'NodePool', node: '', rule: 'nodepool-pattern', policy: 'dedicated-by-namespace-label' },
+    ]);
+  });
+
+  it('nothing without policies, or with DedicatedNodes disabled', () => {
+    assert.deepEqual(auditNodeSide(nodes, nodePools, settings({ policies: emptyPolicySet })), []);
+    assert.deepEqual(
+      auditNodeSide(
+        nodes,
+        nodePools,
+        settings({ enabled: new Set<PluginName>(allPluginNames.filter((name) => name !== 'DedicatedNodes')) }),
+      ),
+      [],
+    );
+  });
 });

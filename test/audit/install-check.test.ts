@@ -2,6 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
+  countEndpoints,
   checkExitCode,
   featureGatesCheck,
   formatCheckLines,
@@ -99,5 +100,16 @@ describe('the other checks', () => {
     );
     assert.equal(gaugeValue(text, 'tolerator_policies_loaded'), 3);
     assert.equal(gaugeValue(text, 'tolerator_policies'), undefined);
+  });
+});
+
+describe('countEndpoints', () => {
+  it('slice.endpoints is not iterable: a slice with endpoints null (no ready pod) or absent counts nothing', () => {
+    assert.deepEqual(countEndpoints([{ endpoints: null }, {}, null]), { ready: 0, notReady: 0 });
+  });
+
+  it('counts ready, not ready, and an unknown ready condition as ready (discovery/v1)', () => {
+    const slice = { endpoints: [{ conditions: { ready: true } }, { conditions: { ready: false } }, { conditions: {} }, {}] };
+    assert.deepEqual(countEndpoints([slice]), { ready: 3, notReady: 1 });
   });
 });

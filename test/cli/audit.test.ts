@@ -252,10 +252,11 @@ describe('tolerator audit --cluster-state FILE', () => {
   it("the default exclusions are the webhooks' namespaceSelector in deploy/base", () => {
     for (const file of ['mutating-webhook.yaml', 'validating-webhook.yaml']) {
       const manifest = parseAllDocuments(readFileSync(join(root, 'deploy', 'base', file), 'utf8'))[0]?.toJS() as {
-        webhooks: { namespaceSelector: { matchExpressions: { key: string; operator: string; values: string[] }[] } }[];
+        webhooks: { namespaceSelector?: { matchExpressions: { key: string; operator: string; values: string[] }[] } }[];
       };
-      for (const webhook of manifest.webhooks) {
-        const expressions = webhook.namespaceSelector.matchExpressions;
+      // The NodePool webhook reviews a cluster-scoped resource: no namespaceSelector applies to it.
+      for (const webhook of manifest.webhooks.filter((hook) => hook.namespaceSelector !== undefined)) {
+        const expressions = webhook.namespaceSelector?.matchExpressions;
         assert.deepEqual(expressions, [
           { key: 'kubernetes.io/metadata.name', operator: 'NotIn', values: [...defaultExcludedNamespaces] },
           { key: defaultExcludedNamespaceLabel.split('=')[0], operator: 'NotIn', values: [defaultExcludedNamespaceLabel.split('=')[1]] },
@@ -445,5 +446,85 @@ describe('the progress line of tolerator audit', () => {
     pipe.page(500);
     pipe.clear();
     assert.equal(written, '');
+  });
+});
+
+describe('tolerator audit --cluster-state FILE with Nodes and Karpenter NodePools', () => {
+  const taint = { key: 'dedicated', value: 'pci', effect: 'NoSchedule' };
+  const file = '/virtual/node-side.yaml';
+  const text = [
+    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'pci-apps', labels: { dedicated: 'pci' } } },
+    { apiVersion: 'v1', kind: 'Node', metadata: { name: 'pci-1', labels: { dedicated: 'pci' } }, spec: {} },
+    { apiVersion: 'v1', kind: 'Node', metadata: { name: 'pci-2', labels: { dedicated: 'pci' } }, spec: { taints: [taint] } },
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'app', namespace: 'pci-apps' },
+      spec: { containers: [{ name: 'app', image: 'app:1' }] },
+    },
+    {
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        {
+          apiVersion: 'karpenter.sh/v1',
+          kind: 'NodePool',
+          metadata: { name: 'pci-open' },
+          spec: { template: { spec: { requirements: [{ key: 'dedicated', operator: 'In', values: ['pci'] }] } } },
+        },
+      ],
+    },
+  ]
+    .map((document) => JSON.stringify(document))
+    .join('\n---\n');
+  const run = (...flags: string[]): Promise<{ code: number; stdout: string; stderr: string }> =>
+    audit(['--cluster-state', file, '--policies', policiesDir, '--rule', 'node-pattern,nodepool-pattern', ...flags], { [file]: text });
+
+  it('the audit reports each NodePool and Node that breaks the pattern by name (-o json)', async () => {
+    const { code, stdout, stderr } = await run('-o', 'json');
+    assert.equal(stderr, '');
+    assert.equal(code, 1);
+    const output = JSON.parse(stdout) as {
+      violations: { namespace: string; kind?: string; name: string; rule: string; message: string }[];
+    };
+    assert.deepEqual(
+      output.violations.map(({ namespace, kind, name, rule }) => ({ namespace, kind, name, rule })),
+      [
+        { namespace: '', kind: 'Node', name: 'pci-1', rule: 'node-pattern' },
+        { namespace: '', kind: 'NodePool', name: 'pci-open', rule: 'nodepool-pattern' },
+      ],
+    );
+    assert.match(
+      output.violations[1]?.message ?? '',
+      /^NodePool "pci-open" spec\.template\.spec\.requirements\[0\]: labels its nodes for group "pci"/,
+    );
+  });
+
+  it('the table names them as node/NAME and nodepool/NAME under <cluster>', async () => {
+    const { stdout } = await run();
+    assert.match(stdout, /^<cluster>\s+node\/pci-1\s+pci-1\s+node-pattern\s+Node "pci-1"/m);
+    assert.match(stdout, /^<cluster>\s+nodepool\/pci-open\s+<none>\s+nodepool-pattern\s+NodePool "pci-open"/m);
+    assert.match(stdout, /2 violations in 0 of 1 pods audited and 2 Nodes or NodePools\.$/m);
+  });
+
+  it('-o yaml: the findings go to a ClusterPolicyReport naming the Node and the NodePool', async () => {
+    const { stdout } = await run('-o', 'yaml');
+    const [report] = parseAllDocuments(stdout).map((document) => document.toJS() as Record<string, unknown>);
+    assert.ok(report);
+    assert.equal(report.kind, 'ClusterPolicyReport');
+    assert.deepEqual((report.metadata as { namespace?: string }).namespace, undefined);
+    const results = report.results as { resources: unknown[]; rule: string }[];
+    assert.deepEqual(
+      results.map((result) => result.resources[0]),
+      [
+        { apiVersion: 'v1', kind: 'Node', name: 'pci-1' },
+        { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: 'pci-open' },
+      ],
+    );
+  });
+
+  it('-n NAMESPACE audits one namespace of pods, not the cluster-scoped Nodes and NodePools', async () => {
+    const { code } = await run('-n', 'pci-apps');
+    assert.equal(code, 0);
   });
 });

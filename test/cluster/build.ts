@@ -85,7 +85,7 @@ export function installedGoVersion(moduleDir: string): string | undefined {
   return goOutput(['env', 'GOVERSION'], moduleDir);
 }
 
-function run(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): number {
+export function run(command: string, args: readonly string[], cwd: string, env: NodeJS.ProcessEnv): number {
   const result = spawnSync(command, args, { cwd, env, stdio: 'inherit' });
   if (result.error !== undefined) throw result.error;
   return result.status ?? 1;
@@ -95,12 +95,12 @@ function run(command: string, args: readonly string[], cwd: string, env: NodeJS.
  * GOTOOLCHAIN=local here too: in a module whose go.mod names a newer Go, the default (auto) makes
  * an older `go` download that toolchain and answer for it, which the build (local) never runs.
  */
-function goOutput(args: readonly string[], cwd: string): string | undefined {
+export function goOutput(args: readonly string[], cwd: string): string | undefined {
   const result = spawnSync('go', args, { cwd, encoding: 'utf8', env: { ...process.env, GOTOOLCHAIN: 'local' } });
   return result.status === 0 ? result.stdout.trim() : undefined;
 }
 
-function sizeOf(dir: string): string {
+export function sizeOf(dir: string): string {
   const du = spawnSync('du', ['-sh', dir], { encoding: 'utf8' });
   return du.status === 0 ? (du.stdout.split('\t')[0] ?? '?') : '?';
 }

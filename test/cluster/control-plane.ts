@@ -12,6 +12,8 @@
  *   made its `default` ServiceAccount, a race every test would have to wait out.
  * - kube-controller-manager runs without node-lifecycle-controller: Nodes without a kubelet send
  *   no heartbeats, and it would taint them unreachable and evict every pod within a minute.
+ * Both come back with `nodeLifecycle`, for the suites whose Nodes have a simulated kubelet that
+ * renews their Leases (kwok.ts): then the cluster taints and evicts as a real one does.
  * Everything else — admission order, defaulting, validation, webhooks, the scheduler's filters —
  * is upstream's, as released.
  */
@@ -44,10 +46,40 @@ export interface ControlPlaneOptions {
   readonly scheduler?: boolean;
   readonly controllerManager?: boolean;
   /**
+   * kube-controller-manager (implied) runs every default controller, the node lifecycle controller
+   * too, with these periods, and kube-apiserver's TaintNodesByCondition admission plugin is on, as
+   * on a real cluster: for Nodes whose Leases something renews (kwok.ts). Unset: neither, and the
+   * Nodes of fake-node.ts keep exactly the status and taints they are given.
+   */
+  readonly nodeLifecycle?: NodeLifecycleOptions;
+  /**
    * `dir` is a temporary folder of the caller's: removed too if the calling process dies without
    * stopping the plane (see reaper.ts). Never for a folder a person named (`npm run control-plane`).
    */
   readonly temporaryDir?: boolean;
+}
+
+/** kube-controller-manager's node lifecycle flags (upstream defaults: 5 s, 50 s, 60 s, 0.1). */
+export interface NodeLifecycleOptions {
+  /** --node-monitor-period: how often the controller looks at every Node's Lease and status. */
+  readonly monitorPeriodSeconds: number;
+  /** --node-monitor-grace-period: how long a Node may go without a Lease renewal before it is Unknown. */
+  readonly monitorGracePeriodSeconds: number;
+  /** --node-eviction-rate: nodes tainted NoExecute per second in a healthy zone (upstream's 0.1 unless given). */
+  readonly evictionRate?: number;
+}
+
+/** The kube-controller-manager flags for `options`: which controllers, and their periods. */
+export function nodeLifecycleFlags(options: NodeLifecycleOptions | undefined): string[] {
+  // Nodes here have no kubelet and send no heartbeat unless something renews their Leases: without
+  // one, the node lifecycle controller would taint them unreachable and have their pods evicted.
+  if (options === undefined) return ['--controllers=*,-node-lifecycle-controller'];
+  return [
+    '--controllers=*',
+    `--node-monitor-period=${options.monitorPeriodSeconds}s`,
+    `--node-monitor-grace-period=${options.monitorGracePeriodSeconds}s`,
+    ...(options.evictionRate === undefined ? [] : [`--node-eviction-rate=${options.evictionRate}`]),
+  ];
 }
 
 export interface ControlPlane {
@@ -241,7 +273,11 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
 
     const server = `https://127.0.0.1:${apiPort}`;
     const admissionEnabled = ['NodeRestriction', ...(options.enableAdmissionPlugins ?? [])];
-    const admissionDisabled = ['ServiceAccount', 'TaintNodesByCondition', ...(options.disableAdmissionPlugins ?? [])];
+    const admissionDisabled = [
+      'ServiceAccount',
+      ...(options.nodeLifecycle === undefined ? ['TaintNodesByCondition'] : []),
+      ...(options.disableAdmissionPlugins ?? []),
+    ];
     const apiserver = launch('kube-apiserver', 'kube-apiserver', [
       `--etcd-servers=${etcdUrl}`,
       `--secure-port=${apiPort}`,
@@ -296,7 +332,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
       ]);
       await waitFor(scheduler, async () => (await probe(`https://127.0.0.1:${port}/healthz`, 'insecure'))?.status === 200, 60);
     }
-    if (options.controllerManager === true) {
+    if (options.controllerManager === true || options.nodeLifecycle !== undefined) {
       const port = await freePort();
       const controllerManager = launch('kube-controller-manager', 'kube-controller-manager', [
         `--kubeconfig=${kubeconfig}`,
@@ -306,9 +342,7 @@ export async function startControlPlane(options: ControlPlaneOptions): Promise<C
         '--bind-address=127.0.0.1',
         `--secure-port=${port}`,
         `--cert-dir=${join(dir, 'pki', 'controller-manager')}`,
-        // Nodes here have no kubelet and send no heartbeat: the node lifecycle controller would
-        // taint them unreachable and have their pods evicted.
-        '--controllers=*,-node-lifecycle-controller',
+        ...nodeLifecycleFlags(options.nodeLifecycle),
         `--service-account-private-key-file=${saKey}`,
         `--root-ca-file=${caFile}`,
         '--use-service-account-credentials=false',

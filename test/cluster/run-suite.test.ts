@@ -136,6 +136,63 @@ describe('npm run test:e2e', () => {
     }
   });
 
+  it('a kwok suite where Go is too old for kwok and no kwok is built: left out with one line, the others run; a failure with TOLERATOR_REQUIRE_CONTROL_PLANE=1', () => {
+    // Go 1.25 builds the control plane (go 1.25.0) but not kwok (go 1.26.0).
+    const go = fakeGo('go1.25.0');
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const files = ['test/fixtures/e2e/needs-kwok.e2e.ts', 'test/fixtures/e2e/passes.e2e.ts'];
+      const { TOLERATOR_REQUIRE_CONTROL_PLANE: _require, ...env } = go.env;
+      const named = { TOLERATOR_CONTROL_PLANE_BIN: bin, TOLERATOR_KWOK_BIN: bin };
+      const skipped = runSuite(files, { ...env, ...named });
+      assert.equal(skipped.status, 0, skipped.output);
+      const line =
+        /^e2e: 1 kwok suites skipped \(test\/fixtures\/e2e\/needs-kwok\.e2e\.ts\): Go 1\.25\.0 is installed, and the module needs Go 1\.26\.0 or later, so kwok cannot be built \(TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure\)$/m;
+      assert.match(skipped.output, line);
+      assert.match(skipped.output, /^ℹ pass 1$/m);
+      assert.doesNotMatch(skipped.output, /runs with kwok/);
+      const required = runSuite(files, { ...env, ...named, TOLERATOR_REQUIRE_CONTROL_PLANE: '1' });
+      assert.equal(required.status, 1, required.output);
+      assert.match(required.output, /kwok suites skipped .*\(TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure\)$/m);
+      assert.deepEqual(
+        go.calls().filter((call) => call.includes(' build ')),
+        [],
+      );
+    } finally {
+      go.remove();
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
+  it('a Karpenter suite where Go is too old for tools/karpenter and it is not built: left out with one line, the others run; a failure with TOLERATOR_REQUIRE_CONTROL_PLANE=1', () => {
+    // Go 1.26.0 builds kwok (go 1.26.0) but not Karpenter (go 1.26.6).
+    const go = fakeGo('go1.26.0');
+    const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
+    try {
+      const files = ['test/fixtures/e2e/needs-karpenter.e2e.ts', 'test/fixtures/e2e/passes.e2e.ts'];
+      const { TOLERATOR_REQUIRE_CONTROL_PLANE: _require, ...env } = go.env;
+      const named = { TOLERATOR_CONTROL_PLANE_BIN: bin, TOLERATOR_KWOK_BIN: bin, TOLERATOR_KARPENTER_BIN: bin };
+      const skipped = runSuite(files, { ...env, ...named });
+      assert.equal(skipped.status, 0, skipped.output);
+      assert.match(
+        skipped.output,
+        /^e2e: 1 karpenter suites skipped \(test\/fixtures\/e2e\/needs-karpenter\.e2e\.ts\): Go 1\.26\.0 is installed, and the module needs Go 1\.26\.6 or later, so karpenter cannot be built \(TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure\)$/m,
+      );
+      assert.match(skipped.output, /^ℹ pass 1$/m);
+      assert.doesNotMatch(skipped.output, /runs with karpenter/);
+      const required = runSuite(files, { ...env, ...named, TOLERATOR_REQUIRE_CONTROL_PLANE: '1' });
+      assert.equal(required.status, 1, required.output);
+      assert.match(required.output, /karpenter suites skipped .*\(TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure\)$/m);
+      assert.deepEqual(
+        go.calls().filter((call) => call.includes(' build ')),
+        [],
+      );
+    } finally {
+      go.remove();
+      rmSync(bin, { recursive: true, force: true });
+    }
+  });
+
   it('--version of a minor without a module is a failure (exit 2), not a skip', () => {
     const { TOLERATOR_CONTROL_PLANE_BIN: _bin, ...env } = process.env;
     const run = runSuite(['test/fixtures/e2e/passes.e2e.ts', '--version', '1.99'], env);

@@ -5,7 +5,8 @@
  * the machine, or a Go older than the module's `go` line, and no build in tools/controlplane/ — it
  * prints one line saying what it skipped and why, and passes; with TOLERATOR_REQUIRE_CONTROL_PLANE=1
  * (CI) that is a failure instead. With TOLERATOR_CONTROL_PLANE_BIN set, that build is used and
- * nothing is built.
+ * nothing is built. The suites on kwok's nodes get `npm run kwok:build`, and the Karpenter suites
+ * `npm run karpenter:build`, the same way (withTools).
  *
  * The suites have the suffix .e2e.ts (.differential.ts), not .test.ts, so `npm run test:unit`
  * never picks them up. `npm run test:e2e -- FILE...` (and `test:differential -- FILE...`) runs only
@@ -18,6 +19,10 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_MINOR, REPO_ROOT, REQUIRE_CONTROL_PLANE, findControlPlane } from './binaries.js';
 import { main as build, goToolchainProblem, installedGoVersion } from './build.js';
+import { main as buildKwok, goCannotBuildKwok } from './kwok-build.js';
+import { findKwok } from './kwok.js';
+import { goCannotBuildKarpenter, main as buildKarpenter } from './karpenter-build.js';
+import { findKarpenter } from './karpenter-binaries.js';
 
 /**
  * The bound on every e2e test and hook (node's --test-timeout): 10 minutes. The longest hook
@@ -97,9 +102,12 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
       return 0;
     }
   }
+  const runnable = withTools(files);
+  if (typeof runnable === 'number') return runnable;
+  if (runnable.length === 0) return 0;
   const result = spawnSync(
     process.execPath,
-    ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${testTimeoutMs()}`, ...files],
+    ['--import', 'tsx', '--test', '--test-reporter=spec', '--test-concurrency=1', `--test-timeout=${testTimeoutMs()}`, ...runnable],
     {
       cwd: REPO_ROOT,
       stdio: 'inherit',
@@ -108,6 +116,74 @@ function run(folder: SuiteFolder, only: readonly string[]): number {
     },
   );
   return result.status ?? 1;
+}
+
+/** A tool some suites need besides the control plane, built by its own script from its own Go module. */
+interface SuiteTool {
+  readonly name: string;
+  /** The import that marks a suite as needing it. */
+  readonly importedAs: RegExp;
+  /** The variable that names a build made elsewhere (then nothing is built). */
+  readonly binVariable: string;
+  goProblem(): string | undefined;
+  build(): number;
+  /** The build, or why there is none. */
+  find(): unknown;
+}
+
+const SUITE_TOOLS: readonly SuiteTool[] = [
+  {
+    name: 'kwok',
+    importedAs: /from '(?:\.\.\/)+cluster\/kwok\.js'/,
+    binVariable: 'TOLERATOR_KWOK_BIN',
+    goProblem: goCannotBuildKwok,
+    build: () => buildKwok([]),
+    find: findKwok,
+  },
+  {
+    name: 'karpenter',
+    importedAs: /from '(?:\.\.\/)+cluster\/karpenter\.js'/,
+    binVariable: 'TOLERATOR_KARPENTER_BIN',
+    goProblem: goCannotBuildKarpenter,
+    build: () => buildKarpenter([]),
+    find: findKarpenter,
+  },
+];
+
+/**
+ * The suites whose nodes are kwok's (they import test/cluster/kwok.ts) need `npm run kwok:build`
+ * too, and those that run Karpenter (test/cluster/karpenter.ts) `npm run karpenter:build`: each
+ * built here (a no-op when it is) unless its variable (TOLERATOR_KWOK_BIN, TOLERATOR_KARPENTER_BIN)
+ * names a build made elsewhere. Where this machine's Go cannot build it (their go.mod needs a newer
+ * Go than the control plane's) and there is no build, they are left out with one line saying so,
+ * a failure with TOLERATOR_REQUIRE_CONTROL_PLANE=1. Returns the files to run, or an exit code.
+ */
+function withTools(files: readonly string[]): string[] | number {
+  let runnable = [...files];
+  for (const tool of SUITE_TOOLS) {
+    const need = runnable.filter((file) => tool.importedAs.test(readFileSync(join(REPO_ROOT, file), 'utf8')));
+    if (need.length === 0) continue;
+    const goProblem = tool.goProblem();
+    if (goProblem === undefined && process.env[tool.binVariable] === undefined) {
+      const built = tool.build();
+      if (built !== 0) return built;
+      continue;
+    }
+    const found = tool.find();
+    if (typeof found !== 'string') continue;
+    const line = `${folderOf(need)}: ${need.length} ${tool.name} suites skipped (${need.join(', ')}): ${goProblem === undefined ? found : `${goProblem}, so ${tool.name} cannot be built`}`;
+    if (REQUIRE_CONTROL_PLANE) {
+      console.error(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1: a failure)`);
+      return 1;
+    }
+    console.log(`${line} (TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure)`);
+    runnable = runnable.filter((file) => !need.includes(file));
+  }
+  return runnable;
+}
+
+function folderOf(files: readonly string[]): string {
+  return files[0]?.includes('differential') === true ? 'differential' : 'e2e';
 }
 
 /** The arguments without `--version MINOR` / `--version=MINOR`, and that minor (undefined when not given). */

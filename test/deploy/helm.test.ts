@@ -922,3 +922,24 @@ describe('the chart’s default render agrees with kubectl kustomize deploy/', {
     );
   });
 });
+
+describe('helm template: the webhook on Karpenter NodePools', { skip: skipHelm }, () => {
+  const nodePoolWebhook = (args: readonly string[]): Record<string, unknown> | undefined =>
+    (at(find(template(args), 'ValidatingWebhookConfiguration', 'tolerator'), 'webhooks') as Record<string, unknown>[]).find(
+      (webhook) => webhook.name === 'validate-nodepools.tolerator.dev',
+    );
+
+  it('renders validate-nodepools.tolerator.dev by default: karpenter.sh/v1 nodepools, failurePolicy Ignore', () => {
+    const webhook = nodePoolWebhook([]);
+    assert.ok(webhook);
+    assert.equal(webhook.failurePolicy, 'Ignore');
+    assert.deepEqual(webhook.rules, [
+      { apiGroups: ['karpenter.sh'], apiVersions: ['v1'], resources: ['nodepools'], operations: ['CREATE', 'UPDATE'], scope: 'Cluster' },
+    ]);
+  });
+
+  it('webhooks.nodePools.failurePolicy and enabled=false are honoured', () => {
+    assert.equal(nodePoolWebhook(['--set', 'webhooks.nodePools.failurePolicy=Fail'])?.failurePolicy, 'Fail');
+    assert.equal(nodePoolWebhook(['--set', 'webhooks.nodePools.enabled=false']), undefined);
+  });
+});

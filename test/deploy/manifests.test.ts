@@ -553,13 +553,20 @@ describe('cert-manager chain', () => {
   });
 });
 
+/** The webhooks on pods and workloads: every one but the NodePool webhook. */
+function podWebhooks(hooks: readonly IValidatingWebhook[]): IValidatingWebhook[] {
+  return hooks.filter((hook) => hook.name !== nodePoolWebhookName);
+}
+const nodePoolWebhookName = 'validate-nodepools.tolerator.dev';
+
 describe('webhook configurations', () => {
   const cases = [
     { kind: 'MutatingWebhookConfiguration', config: mutating, hooks: mutating.webhooks ?? [], path: '/mutate', failurePolicy: 'Ignore' },
     {
       kind: 'ValidatingWebhookConfiguration',
       config: validating,
-      hooks: validating.webhooks ?? [],
+      // The pod webhook; the NodePool one has its own tests below.
+      hooks: podWebhooks(validating.webhooks ?? []),
       path: '/validate',
       failurePolicy: 'Fail',
     },
@@ -688,9 +695,27 @@ describe('webhook configurations', () => {
     for (const hook of mutating.webhooks ?? []) assert.equal(hook.reinvocationPolicy, 'IfNeeded');
   });
 
+  it('the NodePool webhook: karpenter.sh/v1 nodepools on CREATE/UPDATE, cluster-scoped, failurePolicy Ignore, the same service and path', () => {
+    const hook = (validating.webhooks ?? []).find((candidate) => candidate.name === nodePoolWebhookName);
+    assert.ok(hook);
+    assert.deepEqual(ruleSet([hook]), createUpdate(['karpenter.sh/v1/nodepools']));
+    assert.equal(hook.rules?.[0]?.scope, 'Cluster');
+    // NodePools are the platform team's writes: a tolerator outage must not block the NodePool edit that may end it.
+    assert.equal(hook.failurePolicy, 'Ignore');
+    assert.deepEqual(hook.clientConfig.service, {
+      name: service.metadata.name,
+      namespace: service.metadata.namespace,
+      path: '/validate',
+      port: service.spec?.ports?.[0]?.port,
+    });
+    assert.equal(hook.sideEffects, 'None');
+    assert.equal(hook.matchPolicy, 'Equivalent');
+    assert.ok(hook.timeoutSeconds !== undefined && hook.timeoutSeconds <= 10);
+  });
+
   it('validates pods and every workload pod template on CREATE/UPDATE', () => {
     assert.deepEqual(
-      ruleSet(validating.webhooks ?? []),
+      ruleSet(podWebhooks(validating.webhooks ?? [])),
       createUpdate([
         '/v1/pods',
         '/v1/podtemplates',

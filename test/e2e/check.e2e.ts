@@ -124,8 +124,9 @@ describe('tolerator check', { skip }, () => {
     assert.equal(text.status, 0, text.output);
     const lines = text.output.trimEnd().split('\n');
     assert.equal(lines.length, json.checks.length, text.output);
+    // Every check passes; the one on Karpenter NodePools is skipped (-) where Karpenter is not installed.
     assert.ok(
-      lines.every((line) => line.startsWith('✓ ')),
+      lines.every((line) => line.startsWith('✓ ') || line.startsWith('- the API server does not serve karpenter.sh/v1 NodePools')),
       text.output,
     );
   });

@@ -71,22 +71,8 @@ const cases: readonly Case[] = [
     },
     feasible: ['gpu-1'],
   },
-  {
-    // A term with no requirement matches no node (the scheduler's NewNodeSelector skips it), so
-    // tolerator leaves it alone and the other term decides.
-    name: 'trainer-empty-term',
-    namespace: 'ml',
-    spec: {
-      affinity: {
-        nodeAffinity: {
-          requiredDuringSchedulingIgnoredDuringExecution: {
-            nodeSelectorTerms: [{}, { matchExpressions: [{ key: zone, operator: 'In', values: ['zone-2'] }] }],
-          },
-        },
-      },
-    },
-    feasible: ['gpu-2'],
-  },
+  // A tenant pod with an empty required term (which the scheduler skips) is refused: Karpenter
+  // reads such a term as no constraint (test/e2e/karpenter-provisioning.e2e.ts).
   { name: 'team-a-api', namespace: 'team-a-dev', feasible: ['team-a-1'] },
   {
     // Cordoned, but a pod that tolerates node.kubernetes.io/unschedulable may still go there.

@@ -171,7 +171,7 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
     assert.equal(install.status, 0, install.stderr);
   });
 
-  it('serves with the Deployment’s certificate flags: it fills the Secret and writes the CA into both webhooks', async () => {
+  it('serves with the Deployment’s certificate flags: it fills the Secret and writes the CA into every webhook', async () => {
     const deployment = plain(
       await objects.read({ apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'tolerator', namespace: NAMESPACE } }),
     ) as { spec: { template: { spec: { containers: { args: string[] }[] } } } };
@@ -192,7 +192,8 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
     assert.ok(leaf.verify(ca.publicKey));
     assert.equal(leaf.subjectAltName, `DNS:${SERVER_NAME}, DNS:${SERVER_NAME}.cluster.local`);
     firstLeaf = secret['tls.crt']!;
-    assert.deepEqual(await caBundles(), [secret['ca.crt'], secret['ca.crt']]);
+    // Every webhook: the mutating one, the validating one on pods and the one on Karpenter NodePools.
+    assert.deepEqual(await caBundles(), [secret['ca.crt'], secret['ca.crt'], secret['ca.crt']]);
   });
 
   it('is called by the API server through the chart’s Service, and its certificate verifies for the Service’s name', async () => {

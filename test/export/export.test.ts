@@ -237,6 +237,8 @@ describe('tolerator export', () => {
       assert.deepEqual(guarantee.spec.matchConditions, [excludeMirrorPods]);
       assert.equal(guarantee.spec.validations.length, 5);
       assert.match(stdout, /^# TenancyPolicy dedicated-by-namespace-label: spec\.nodeName is judged more strictly than by the webhook/m);
+      // The NodePool check is the webhook's and the audit's: said, not silently dropped.
+      assert.match(stdout, /^# TenancyPolicy dedicated-by-namespace-label: the node half is not exported: Karpenter NodePools/m);
       // Each template policy reads the spec where its kind holds it, and only objects that hold one.
       const cronJobs = documents.find((document) => document.metadata.name === 'tolerator.dev-tenancy-cronjobs');
       assert.match(JSON.stringify(cronJobs?.spec), /object\.spec\.jobTemplate\.spec\.template\.spec\.\?tolerations/);

@@ -93,6 +93,53 @@ describe('the audit against an API server', () => {
     );
   });
 
+  it('tolerator audit --kubeconfig lists Karpenter NodePools where they are served and reports a broken one by name', async () => {
+    fake.karpenterNodePools = {
+      status: 200,
+      items: [
+        {
+          apiVersion: 'karpenter.sh/v1',
+          kind: 'NodePool',
+          metadata: { name: 'gpu-open' },
+          spec: { template: { metadata: { labels: { dedicated: 'gpu' } }, spec: { requirements: [] } } },
+        },
+      ],
+    };
+    try {
+      const { code, stdout, stderr } = await audit(
+        ['--kubeconfig', kubeconfig, '--policies', policiesDir, '--rule', 'nodepool-pattern', '-o', 'json'],
+        {},
+      );
+      assert.equal(stderr, '');
+      assert.equal(code, 1);
+      const output = JSON.parse(stdout) as { violations: { kind?: string; name: string; rule: string }[] };
+      assert.deepEqual(
+        output.violations.map(({ kind, name, rule }) => ({ kind, name, rule })),
+        [{ kind: 'NodePool', name: 'gpu-open', rule: 'nodepool-pattern' }],
+      );
+    } finally {
+      fake.karpenterNodePools = undefined;
+    }
+  });
+
+  it('a caller that may not list NodePools: the audit says so on stderr and audits the pods', async () => {
+    fake.karpenterNodePools = { status: 403, items: [] };
+    try {
+      const { code, stdout, stderr } = await audit(
+        ['--kubeconfig', kubeconfig, '--policies', policiesDir, '--enable-plugins', 'PodNodeSelector', '-o', 'json'],
+        {},
+      );
+      assert.match(stderr, /^tolerator audit: Karpenter NodePools not audited: HTTP 403: nodepools\.karpenter\.sh is forbidden$/m);
+      assert.equal(code, 1);
+      assert.deepEqual(
+        rulesByPod((JSON.parse(stdout) as { violations: { namespace: string; name: string; rule: string }[] }).violations),
+        expected,
+      );
+    } finally {
+      fake.karpenterNodePools = undefined;
+    }
+  });
+
   it('lists in pages of `limit`, following `continue`, one page at a time', async () => {
     const before = fake.podListRequests.length;
     const pageSizes: number[] = [];

@@ -32,7 +32,7 @@ describe('parseClusterState', () => {
     const state = parseFixture('cluster-state.yaml');
 
     assert.deepEqual(state.warnings, [
-      'cluster-state.yaml: document 3: v1 ConfigMap ignored (only v1 Namespace, Node and lists of them are read)',
+      'cluster-state.yaml: document 3: v1 ConfigMap ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
     ]);
   });
 
@@ -76,7 +76,7 @@ describe('parseClusterState', () => {
     });
 
     assert.deepEqual(parseClusterState(text, 'state.json').warnings, [
-      'state.json: document 1, items[0].items[0]: apps/v1 Deployment ignored (only v1 Namespace, Node and lists of them are read)',
+      'state.json: document 1, items[0].items[0]: apps/v1 Deployment ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
     ]);
   });
 
@@ -84,7 +84,9 @@ describe('parseClusterState', () => {
     const state = parseClusterState('apiVersion: v2\nkind: Namespace\nmetadata: {name: x}\n', 'state.yaml');
 
     assert.deepEqual(state.namespaces, []);
-    assert.deepEqual(state.warnings, ['state.yaml: document 1: v2 Namespace ignored (only v1 Namespace, Node and lists of them are read)']);
+    assert.deepEqual(state.warnings, [
+      'state.yaml: document 1: v2 Namespace ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+    ]);
   });
 
   it('keeps the later of two objects with the same name, with a warning', () => {
@@ -107,7 +109,14 @@ describe('parseClusterState', () => {
   });
 
   it('reads an empty file as an empty cluster', () => {
-    assert.deepEqual(parseClusterState('', 'empty.yaml'), { namespaces: [], nodes: [], pods: [], controllers: new Map(), warnings: [] });
+    assert.deepEqual(parseClusterState('', 'empty.yaml'), {
+      namespaces: [],
+      nodes: [],
+      pods: [],
+      controllers: new Map(),
+      nodePools: [],
+      warnings: [],
+    });
   });
 
   it('skips Pods with a warning unless asked to read them (tolerator audit)', () => {
@@ -118,8 +127,8 @@ describe('parseClusterState', () => {
     const skipped = parseClusterState(text, 'pods.yaml');
     assert.deepEqual(skipped.pods, []);
     assert.deepEqual(skipped.warnings, [
-      'pods.yaml: document 1: v1 Pod ignored (only v1 Namespace, Node and lists of them are read)',
-      'pods.yaml: document 2, items[0]: v1 Pod ignored (only v1 Namespace, Node and lists of them are read)',
+      'pods.yaml: document 1: v1 Pod ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+      'pods.yaml: document 2, items[0]: v1 Pod ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
     ]);
     const read = parseClusterState(text, 'pods.yaml', { readPods: true });
     assert.deepEqual(
@@ -222,7 +231,7 @@ describe('loadClusterStateFile', () => {
     assert.deepEqual(warnings, [
       {
         obj: { source: path },
-        msg: `${path}: document 3: v1 ConfigMap ignored (only v1 Namespace, Node and lists of them are read)`,
+        msg: `${path}: document 3: v1 ConfigMap ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)`,
       },
     ]);
   });
@@ -233,5 +242,34 @@ describe('loadClusterStateFile', () => {
       () => loadClusterStateFile(path, { warn: () => undefined }),
       (error: Error) => error.message.includes(path),
     );
+  });
+});
+
+describe('parseClusterState reads Karpenter NodePools', () => {
+  it('a karpenter.sh/v1 NodePool, a v1 List of them (kubectl get nodepools -o yaml) and a NodePoolList whose items omit their kind', () => {
+    const nodePool = (name: string): Record<string, unknown> => ({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name },
+      spec: {},
+    });
+    const text = [
+      JSON.stringify(nodePool('a')),
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [nodePool('b')] }),
+      JSON.stringify({ apiVersion: 'karpenter.sh/v1', kind: 'NodePoolList', items: [{ metadata: { name: 'c' }, spec: {} }] }),
+      JSON.stringify({ apiVersion: 'karpenter.sh/v1beta1', kind: 'NodePool', metadata: { name: 'old' } }),
+    ].join('\n---\n');
+    const state = parseClusterState(text, 'pools.yaml');
+    assert.deepEqual(
+      state.nodePools.map((pool) => [(pool as { apiVersion: string }).apiVersion, (pool as { metadata: { name: string } }).metadata.name]),
+      [
+        ['karpenter.sh/v1', 'a'],
+        ['karpenter.sh/v1', 'b'],
+        ['karpenter.sh/v1', 'c'],
+      ],
+    );
+    assert.deepEqual(state.warnings, [
+      'pools.yaml: document 4: karpenter.sh/v1beta1 NodePool ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+    ]);
   });
 });

@@ -226,6 +226,26 @@ describe('DedicatedNodes admit on pod CREATE', () => {
       want: { unchanged: true, decision: 'unchanged' },
     },
     {
+      name: "a tenant pod preferring another group's nodes is denied: Karpenter provisioned a node of a general NodePool for it",
+      given: {
+        ns: 'ml',
+        pod: pod({
+          affinity: {
+            nodeAffinity: {
+              preferredDuringSchedulingIgnoredDuringExecution: [
+                { weight: 100, preference: { matchExpressions: [{ key: 'dedicated', operator: 'In', values: ['team-b'] }] } },
+              ],
+            },
+          },
+        }),
+      },
+      want: {
+        denial:
+          /may only run on nodes labelled dedicated=gpu, but the pod asks for other nodes: spec\.affinity\.nodeAffinity\.preferredDuringSchedulingIgnoredDuringExecution\[0\]\.preference\.matchExpressions\[0\] dedicated In \[team-b\] excludes the namespace's group gpu \(a preference Karpenter would provision for outside the group\)/,
+        decision: 'denied',
+      },
+    },
+    {
       name: 'a tenant pod whose nodeSelector names another group is denied',
       given: { ns: 'ml', pod: pod({ nodeSelector: { dedicated: 'team-b' } }) },
       want: {
@@ -1143,5 +1163,105 @@ describe('DedicatedNodes judges a template as the pod its controller creates', (
     const given = { ...base, spec: { ...spec, template: { ...template, metadata: { namespace: 'web', labels: { app: 'agent' } } } } };
     const outcome = plugin(inWeb).validate(given, daemonSetAttributes('CREATE', given), context('ml'));
     assert.match(forbiddenMessage(outcome.denial), /must tolerate/);
+  });
+});
+
+describe('DedicatedNodes on Karpenter NodePools (karpenter.sh/v1 nodepools CREATE and UPDATE)', () => {
+  function nodePool(
+    name: string,
+    labels: Record<string, string>,
+    taints: JsonObject[],
+    annotations: Record<string, string> = {},
+  ): JsonObject {
+    return {
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodePool',
+      metadata: { name, annotations },
+      spec: {
+        template: {
+          metadata: { labels },
+          spec: { nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' }, requirements: [], taints },
+        },
+      },
+    };
+  }
+  function nodePoolAttributes(operation: Operation, object: JsonObject, oldObject?: JsonObject, subResource = ''): AdmissionAttributes {
+    return {
+      operation,
+      kind: { group: 'karpenter.sh', version: 'v1', kind: 'NodePool' },
+      resource: { group: 'karpenter.sh', version: 'v1', resource: 'nodepools' },
+      subResource,
+      namespace: '',
+      name: String((object.metadata as JsonObject).name),
+      object,
+      oldObject,
+      dryRun: false,
+    };
+  }
+  const gpuTaint = { key: 'dedicated', value: 'gpu', effect: 'NoSchedule' };
+  const unpaired = nodePool('gpu', { dedicated: 'gpu' }, []);
+  const paired = nodePool('gpu', { dedicated: 'gpu' }, [gpuTaint]);
+
+  it('handles nodepools writes, not their status, nor other groups or versions', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    assert.equal(plugin.handles(nodePoolAttributes('CREATE', paired)), true);
+    assert.equal(plugin.handles(nodePoolAttributes('UPDATE', paired, paired)), true);
+    assert.equal(plugin.handles(nodePoolAttributes('UPDATE', paired, paired, 'status')), false);
+    assert.equal(plugin.handles(nodePoolAttributes('DELETE', paired)), false);
+    assert.equal(
+      plugin.handles({
+        ...nodePoolAttributes('CREATE', paired),
+        resource: { group: 'karpenter.sh', version: 'v1beta1', resource: 'nodepools' },
+      }),
+      false,
+    );
+  });
+
+  it('a NodePool that labels its nodes for a group without tainting them is denied under Deny, naming it and the field', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    const outcome = plugin.validate(unpaired, nodePoolAttributes('CREATE', unpaired), context(undefined));
+    const denial = outcome.denial;
+    assert.ok(denial?.reason === 'Forbidden');
+    assert.deepEqual(denial.object, { group: 'karpenter.sh', resource: 'nodepools', name: 'gpu' });
+    assert.match(
+      denial.message,
+      /^NodePool "gpu" spec\.template\.metadata\.labels\[dedicated\]: labels its nodes for group "gpu" .* \(policy "by-label"\)$/,
+    );
+    assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], 'denied');
+  });
+
+  it('a NodePool that pairs label and taint is allowed', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    const outcome = plugin.validate(paired, nodePoolAttributes('CREATE', paired), context(undefined));
+    assert.equal(outcome.denial, undefined);
+    assert.equal(outcome.warnings, undefined);
+    assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], 'allowed');
+  });
+
+  it('under enforcement Warn the NodePool is let through with a warning', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [warnByLabel] }));
+    const outcome = plugin.validate(unpaired, nodePoolAttributes('CREATE', unpaired), context(undefined));
+    assert.equal(outcome.denial, undefined);
+    assert.match(outcome.warnings?.[0] ?? '', /^DedicatedNodes \(enforcement Warn, policy "warn-by-label"\): NodePool "gpu" /);
+    assert.equal(outcome.auditAnnotations?.['dedicated-nodes-decision'], 'warned');
+  });
+
+  it('an UPDATE that leaves spec.template alone passes (Karpenter writes its own annotations), one that changes it is judged', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    const annotated = nodePool('gpu', { dedicated: 'gpu' }, [], { 'karpenter.sh/nodepool-hash': '123' });
+    assert.deepEqual(plugin.validate(annotated, nodePoolAttributes('UPDATE', annotated, unpaired), context(undefined)), {});
+    const broken = plugin.validate(unpaired, nodePoolAttributes('UPDATE', unpaired, paired), context(undefined));
+    assert.equal(broken.denial?.reason, 'Forbidden');
+  });
+
+  it('without policies nothing is judged', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [] }));
+    assert.deepEqual(plugin.validate(unpaired, nodePoolAttributes('CREATE', unpaired), context(undefined)), {});
+  });
+
+  it('the mutating side leaves a NodePool as it is', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    const outcome = plugin.admit(unpaired, nodePoolAttributes('CREATE', unpaired), context(undefined));
+    assert.equal(outcome.object, unpaired);
   });
 });

@@ -566,6 +566,13 @@ export class FakeApiServer {
     return { sent, abandoned };
   }
 
+  /**
+   * Karpenter's NodePools (`GET /apis/karpenter.sh/v1/nodepools`, one page whatever the limit):
+   * undefined serves no such API (404, as without its CRD); a status other than 200 answers every
+   * list with it (403: a caller without the grant).
+   */
+  karpenterNodePools: { readonly status: number; readonly items: readonly KubeObject[] } | undefined;
+
   /** Objects served at their own path (ReplicaSets, Jobs: `GET /apis/apps/v1/namespaces/NS/replicasets/NAME`). */
   readonly objects = new Map<string, KubeObject>();
   /** Every GET of a ReplicaSet or Job, by path. */
@@ -651,6 +658,20 @@ export class FakeApiServer {
     }
     if (url.pathname.startsWith('/apis/coordination.k8s.io/v1/')) {
       await this.handleLeases(req, url, res);
+      return;
+    }
+    if (url.pathname === '/apis/karpenter.sh/v1/nodepools' && req.method === 'GET') {
+      const served = this.karpenterNodePools;
+      if (served === undefined) sendJson(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
+      else if (served.status !== 200)
+        sendJson(res, served.status, status(served.status, 'Forbidden', 'nodepools.karpenter.sh is forbidden'));
+      else
+        sendJson(res, 200, {
+          apiVersion: 'karpenter.sh/v1',
+          kind: 'NodePoolList',
+          metadata: { resourceVersion: '1' },
+          items: served.items,
+        });
       return;
     }
     const owned = /^\/apis\/(apps\/v1|batch\/v1)\/namespaces\/([^/]+)\/(replicasets|jobs)\/([^/]+)$/.exec(url.pathname);

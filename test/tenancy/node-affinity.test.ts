@@ -1,6 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { NodeSelectorTerm, PodSpec } from '../../src/api/types.js';
+import type { NodeSelectorRequirement, NodeSelectorTerm, PodSpec } from '../../src/api/types.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../../src/tenancy/node-affinity.js';
 
 const requirement = { key: 'dedicated', operator: 'In', values: ['gpu'] };
@@ -148,6 +148,64 @@ describe('groupContradictions', () => {
       );
     });
   }
+
+  const preferring = (...expressions: NodeSelectorRequirement[]): PodSpec => ({
+    affinity: {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [requirement] }] },
+        preferredDuringSchedulingIgnoredDuringExecution: [
+          { weight: 1, preference: { matchExpressions: [{ key: 'zone', operator: 'In', values: ['a'] }] } },
+          { weight: 100, preference: { matchExpressions: expressions } },
+        ],
+      },
+    },
+  });
+  const preferredField = 'spec.affinity.nodeAffinity.preferredDuringSchedulingIgnoredDuringExecution[1].preference.matchExpressions[0]';
+
+  it("a preferred term for another group contradicts: Karpenter takes the heaviest preference as required, and In [other] with the group's In [G] reads as DoesNotExist, which a general NodePool satisfies", () => {
+    for (const excluding of [
+      { key: 'dedicated', operator: 'In', values: ['pci'] },
+      { key: 'dedicated', operator: 'NotIn', values: ['gpu'] },
+      { key: 'dedicated', operator: 'DoesNotExist' },
+    ]) {
+      const contradictions = groupContradictions(preferring(excluding), 'dedicated', 'gpu', 'spec');
+      assert.deepEqual(
+        contradictions.map(({ field }) => field),
+        [preferredField],
+        excluding.operator,
+      );
+      assert.match(
+        contradictions[0]?.detail ?? '',
+        /excludes the namespace's group gpu \(a preference Karpenter would provision for outside the group\)$/,
+      );
+    }
+  });
+
+  it('a preferred term that admits the group, or names other labels only, contradicts nothing', () => {
+    for (const admitting of [
+      { key: 'dedicated', operator: 'In', values: ['pci', 'gpu'] },
+      { key: 'dedicated', operator: 'Exists' },
+      { key: 'dedicated', operator: 'NotIn', values: ['pci'] },
+      { key: 'disktype', operator: 'In', values: ['ssd'] },
+    ]) {
+      assert.deepEqual(groupContradictions(preferring(admitting), 'dedicated', 'gpu', 'spec'), [], admitting.operator);
+    }
+  });
+
+  it('an empty required term contradicts, once however many there are: kube-scheduler matches no node with it, and Karpenter reads it as no constraint', () => {
+    const terms = [{ matchExpressions: [{ key: 'zone', operator: 'Exists' }, requirement] }, {}, {}, {}];
+    const contradictions = groupContradictions(withRequired(terms), 'dedicated', 'gpu', 'spec');
+    assert.deepEqual(contradictions, [
+      {
+        field: 'spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[1]',
+        detail:
+          'is empty (and 2 more terms): kube-scheduler matches no node with it, but Karpenter reads it as no constraint and would provision for the pod outside the group',
+      },
+    ]);
+    // A term of matchFields only is no empty term (Karpenter refuses such a pod outright).
+    const fields = withRequired([{ matchFields: [{ key: 'metadata.name', operator: 'In', values: ['n'] }] }]);
+    assert.deepEqual(groupContradictions(fields, 'dedicated', 'gpu', 'spec'), []);
+  });
 
   it('pins a Gt bound against an integer group name numerically', () => {
     const spec = withRequired([{ matchExpressions: [{ key: 'dedicated', operator: 'Gt', values: ['9'] }] }]);

@@ -399,3 +399,60 @@ describe('a policy that lets tenants decide for themselves loads with a caution'
   const label = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-label.yaml');
   const prefix = (): ReturnType<typeof examplePolicy> => examplePolicy('dedicated-by-namespace-prefix.yaml');
 });
+
+describe('spec.nodePools: a group names its Karpenter NodePools', () => {
+  it('loads a mapping of groups to NodePool names, more than one per group', () => {
+    const loaded = parsePolicyFile(
+      'policies/p.yaml',
+      stringify(policyDocument('p', { ...labelPolicySpec(), nodePools: { pci: ['pci-general', 'pci-gpu'], web: ['web'] } })),
+    );
+    assert.deepEqual(loaded.errors, []);
+    assert.deepEqual(
+      [...(loaded.policies[0]?.nodePools ?? [])],
+      [
+        ['pci-general', 'pci'],
+        ['pci-gpu', 'pci'],
+        ['web', 'web'],
+      ],
+    );
+  });
+
+  it('a policy without the field names none', () => {
+    const loaded = parsePolicyFile('policies/p.yaml', stringify(policyDocument('p', labelPolicySpec())));
+    assert.equal(loaded.policies[0]?.nodePools.size, 0);
+  });
+
+  const rows: { name: string; nodePools: unknown; want: RegExp }[] = [
+    {
+      name: 'a list instead of a mapping',
+      nodePools: ['pci'],
+      want: /spec\.nodePools: must be a mapping of group to a list of NodePool names/,
+    },
+    {
+      name: 'a group that is no label value',
+      nodePools: { 'p c i': ['a'] },
+      want: /spec\.nodePools\.p c i: the group "p c i" is not a valid group/,
+    },
+    { name: 'an empty list', nodePools: { pci: [] }, want: /spec\.nodePools\.pci: must be a non-empty list of NodePool names/ },
+    {
+      name: 'a name that is no NodePool name',
+      nodePools: { pci: ['PCI_1'] },
+      want: /spec\.nodePools\.pci\.0: must be a NodePool name .*got "PCI_1"/,
+    },
+    { name: 'a hostile name is clipped', nodePools: { pci: ['x'.repeat(100_000)] }, want: /got "x{63}…\(99937 more characters\)"$/ },
+    {
+      name: 'one NodePool named by two groups',
+      nodePools: { pci: ['shared'], web: ['shared'] },
+      want: /spec\.nodePools\.web\.0: NodePool "shared" is named by the groups "pci" and "web": a NodePool serves one group/,
+    },
+  ];
+  for (const row of rows) {
+    it(`refuses ${row.name}`, () => {
+      const errors = loadErrors({ ...labelPolicySpec(), nodePools: row.nodePools });
+      assert.ok(
+        errors.some((error) => row.want.test(error)),
+        errors.join('\n').slice(0, 2_000),
+      );
+    });
+  }
+});
