@@ -18,6 +18,7 @@ import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-r
 import type { PluginName } from '../plugins/plugin.js';
 import { defaultOffPlugins, selectPlugins } from '../plugins/registry.js';
 import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
+import type { DeviceTaintRuleEnforcement } from '../plugins/device-taint-rule-safety.js';
 import { parseBool, parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
 export const admissionFlags = {
@@ -47,6 +48,11 @@ export const admissionFlags = {
     placeholder: 'FILE',
     help: "kube-apiserver AdmissionConfiguration (its PodTolerationRestriction and PodNodeSelector entries), PodTolerationRestriction's Configuration or PodNodeSelector's podNodeSelectorPluginConfig file",
   },
+  'device-taint-rule-safety': {
+    kind: 'string',
+    placeholder: 'deny|warn',
+    help: 'what DeviceTaintRuleSafety does with an unsafe DeviceTaintRule: refuse it (deny, the default) or admit it with a warning (warn)',
+  },
   policies: { kind: 'string', placeholder: 'DIR', help: 'directory of TenancyPolicy documents (reloaded when it changes)' },
   'cluster-state': { kind: 'string', placeholder: 'FILE', help: 'Namespace and Node manifests to decide from, instead of a cluster' },
 } as const satisfies Record<string, FlagSpec>;
@@ -61,6 +67,7 @@ export interface AdmissionSettings {
   readonly unreachableSeconds: number;
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
   readonly podNodeSelector: PodNodeSelectorConfig;
+  readonly deviceTaintRuleSafety: DeviceTaintRuleEnforcement;
   readonly policiesDir: string | undefined;
   readonly clusterStateFile: string | undefined;
 }
@@ -173,6 +180,18 @@ function seconds(flags: ParsedFlags, name: string): number {
   return Number(big);
 }
 
+function deviceTaintRuleEnforcement(raw: string | undefined): DeviceTaintRuleEnforcement {
+  switch (raw) {
+    case undefined:
+    case 'deny':
+      return 'Deny';
+    case 'warn':
+      return 'Warn';
+    default:
+      throw new UsageError(`--device-taint-rule-safety: ${JSON.stringify(raw)} is neither deny nor warn`);
+  }
+}
+
 export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
   const str = (name: string): string | undefined => flags.values.get(name) as string | undefined;
   const explicitGates = parseExplicitFeatureGates(str('feature-gates'));
@@ -199,6 +218,7 @@ export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
     unreachableSeconds: seconds(flags, 'default-unreachable-toleration-seconds'),
     podTolerationRestriction,
     podNodeSelector,
+    deviceTaintRuleSafety: deviceTaintRuleEnforcement(str('device-taint-rule-safety')),
     policiesDir: str('policies'),
     clusterStateFile: str('cluster-state'),
   };

@@ -140,6 +140,7 @@ export function pipelineFor(
     defaultTolerationSeconds: { notReadySeconds: settings.notReadySeconds, unreachableSeconds: settings.unreachableSeconds },
     podTolerationRestriction: settings.podTolerationRestriction,
     podNodeSelector: settings.podNodeSelector,
+    deviceTaintRuleSafety: { enforcement: settings.deviceTaintRuleSafety },
     dedicatedNodes: createDedicatedNodes(policies),
   });
   return createPipeline({ ...plugins, gates, clusterFacts, ...(serverVersion === undefined ? {} : { serverVersion }) });

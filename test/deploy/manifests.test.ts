@@ -559,7 +559,8 @@ describe('webhook configurations', () => {
     {
       kind: 'ValidatingWebhookConfiguration',
       config: validating,
-      hooks: validating.webhooks ?? [],
+      // The DeviceTaintRule webhook is cluster-scoped and fails open: its own tests below.
+      hooks: (validating.webhooks ?? []).filter((hook) => hook.name === 'validate.tolerator.dev'),
       path: '/validate',
       failurePolicy: 'Fail',
     },
@@ -688,21 +689,48 @@ describe('webhook configurations', () => {
     for (const hook of mutating.webhooks ?? []) assert.equal(hook.reinvocationPolicy, 'IfNeeded');
   });
 
-  it('validates pods and every workload pod template on CREATE/UPDATE', () => {
+  const tenantHooks = (validating.webhooks ?? []).filter((hook) => hook.name === 'validate.tolerator.dev');
+  const deviceTaintRuleHooks = (validating.webhooks ?? []).filter((hook) => hook.name === 'devicetaintrules.validate.tolerator.dev');
+
+  it('validates pods, every workload pod template, ResourceClaims on CREATE and ResourceClaimTemplates on CREATE/UPDATE', () => {
     assert.deepEqual(
-      ruleSet(validating.webhooks ?? []),
+      ruleSet(tenantHooks),
+      [
+        ...createUpdate([
+          '/v1/pods',
+          '/v1/podtemplates',
+          '/v1/replicationcontrollers',
+          'apps/v1/deployments',
+          'apps/v1/replicasets',
+          'apps/v1/statefulsets',
+          'apps/v1/daemonsets',
+          'batch/v1/jobs',
+          'batch/v1/cronjobs',
+          'resource.k8s.io/v1/resourceclaimtemplates',
+        ]),
+        'resource.k8s.io/v1/resourceclaims CREATE',
+      ].sort(),
+    );
+    assert.equal(validating.webhooks?.length, 2, 'the tenant webhook and the DeviceTaintRule webhook, nothing else');
+  });
+
+  it('DeviceTaintRuleSafety: DeviceTaintRules in every served version, on CREATE/UPDATE, failing open, matching equivalent versions', () => {
+    assert.equal(deviceTaintRuleHooks.length, 1);
+    const hook = deviceTaintRuleHooks[0]!;
+    assert.deepEqual(
+      ruleSet(deviceTaintRuleHooks),
       createUpdate([
-        '/v1/pods',
-        '/v1/podtemplates',
-        '/v1/replicationcontrollers',
-        'apps/v1/deployments',
-        'apps/v1/replicasets',
-        'apps/v1/statefulsets',
-        'apps/v1/daemonsets',
-        'batch/v1/jobs',
-        'batch/v1/cronjobs',
+        'resource.k8s.io/v1/devicetaintrules',
+        'resource.k8s.io/v1beta2/devicetaintrules',
+        'resource.k8s.io/v1alpha3/devicetaintrules',
       ]),
     );
+    assert.equal(hook.failurePolicy, 'Ignore');
+    assert.equal(hook.matchPolicy, 'Equivalent');
+    assert.equal(hook.sideEffects, 'None');
+    assert.equal(hook.clientConfig.service?.path, '/validate');
+    assert.ok(hook.timeoutSeconds !== undefined && hook.timeoutSeconds <= 10);
+    assert.equal(hook.rules?.[0]?.scope, 'Cluster');
   });
 });
 

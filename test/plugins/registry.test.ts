@@ -24,7 +24,15 @@ describe('the plugin registry, the one list of plugins', () => {
     );
     assert.deepEqual(
       built.validating.map((plugin) => plugin.name),
-      ['PodNodeSelector', 'PodTolerationRestriction', 'DedicatedNodes', 'TolerationValidation', 'SchedulingWarnings'],
+      [
+        'PodNodeSelector',
+        'PodTolerationRestriction',
+        'DedicatedNodes',
+        'TolerationValidation',
+        'DeviceTolerationValidation',
+        'DeviceTaintRuleSafety',
+        'SchedulingWarnings',
+      ],
     );
   });
 
