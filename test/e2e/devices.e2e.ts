@@ -61,6 +61,14 @@ const plane =
     ? {}
     : { featureGates: 'DRADeviceTaintRules=true', apiserverArgs: ['--runtime-config=resource.k8s.io/v1beta2=true'] };
 
+/**
+ * Whether kube-scheduler treats an omitted DeviceTaintRule selector as every device
+ * (kubernetes/kubernetes#141620): 1.35 and 1.36 (their tracker derefs a nil selector to the empty
+ * one), 1.37.0; v1.37.2 has the fix (#141998: a nil selector matches no slice), read in
+ * staging/src/k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go at both tags.
+ */
+const omittedSelectorBlocksAll = version !== undefined && version.minor <= 36;
+
 const namespace = 'gpu-team';
 const driver = 'gpu.example.com';
 const node = 'worker-0';
@@ -231,17 +239,18 @@ async function evicted(cluster: ToleratorOnCluster, name: string): Promise<boole
   return current === undefined || (current.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined;
 }
 
-const corpus: { readonly name: string; readonly tolerations: unknown[] }[] = [
-  { name: 'gt-operator', tolerations: [{ key: taintKey, operator: 'Gt', value: '1', effect: 'NoSchedule' }] },
-  { name: 'lower-case-operator', tolerations: [{ key: taintKey, operator: 'exists' }] },
-  { name: 'prefer-no-schedule', tolerations: [{ key: taintKey, operator: 'Exists', effect: 'PreferNoSchedule' }] },
-  { name: 'exists-with-value', tolerations: [{ key: taintKey, operator: 'Exists', value: 'x' }] },
-  { name: 'bad-key', tolerations: [{ key: 'bad key!', operator: 'Exists' }] },
-  { name: 'two-slashes', tolerations: [{ key: 'a/b/c', operator: 'Exists' }] },
-  { name: 'long-key', tolerations: [{ key: `example.com/${'k'.repeat(64)}`, operator: 'Exists' }] },
-  { name: 'bad-value', tolerations: [{ key: taintKey, operator: 'Equal', value: '-x-' }] },
-  { name: 'long-bad-value', tolerations: [{ key: taintKey, operator: 'Equal', value: `${'v'.repeat(64)}-` }] },
-  { name: 'everything-wrong', tolerations: [{ key: 'a/b/c', operator: 'Exists', value: 'x', effect: 'Sometimes' }] },
+/** The corpus, and which the API server refuses (`refused`): the test fails if it answers otherwise. */
+const corpus: { readonly name: string; readonly tolerations: unknown[]; readonly refused?: true }[] = [
+  { name: 'gt-operator', tolerations: [{ key: taintKey, operator: 'Gt', value: '1', effect: 'NoSchedule' }], refused: true },
+  { name: 'lower-case-operator', tolerations: [{ key: taintKey, operator: 'exists' }], refused: true },
+  { name: 'prefer-no-schedule', tolerations: [{ key: taintKey, operator: 'Exists', effect: 'PreferNoSchedule' }], refused: true },
+  { name: 'exists-with-value', tolerations: [{ key: taintKey, operator: 'Exists', value: 'x' }], refused: true },
+  { name: 'bad-key', tolerations: [{ key: 'bad key!', operator: 'Exists' }], refused: true },
+  { name: 'two-slashes', tolerations: [{ key: 'a/b/c', operator: 'Exists' }], refused: true },
+  { name: 'long-key', tolerations: [{ key: `example.com/${'k'.repeat(64)}`, operator: 'Exists' }], refused: true },
+  { name: 'bad-value', tolerations: [{ key: taintKey, operator: 'Equal', value: '-x-' }], refused: true },
+  { name: 'long-bad-value', tolerations: [{ key: taintKey, operator: 'Equal', value: `${'v'.repeat(64)}-` }], refused: true },
+  { name: 'everything-wrong', tolerations: [{ key: 'a/b/c', operator: 'Exists', value: 'x', effect: 'Sometimes' }], refused: true },
   {
     name: 'two-bad',
     tolerations: [
@@ -249,6 +258,7 @@ const corpus: { readonly name: string; readonly tolerations: unknown[] }[] = [
       { key: taintKey, operator: 'Exists', effect: 'NoExecute' },
       { key: 'x y', operator: 'Equal', value: 'a b', effect: 'PreferNoSchedule' },
     ],
+    refused: true,
   },
   // Admitted, although a pod toleration would not be:
   { name: 'none-effect', tolerations: [{ key: taintKey, operator: 'Exists', effect: 'None' }] },
@@ -292,6 +302,7 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
         it(`${kind} ${row.name}: tolerator answers as the API server does`, async () => {
           const object = kind === 'ResourceClaim' ? claim(row.name, row.tolerations) : template(row.name, row.tolerations);
           const { stored, refused } = await asStored(cluster, object);
+          assert.equal(refused !== undefined, row.refused === true, `the API server ${refused === undefined ? 'admitted' : 'refused'} it`);
           if (refused !== undefined) {
             assert.equal(refused.code, 422, JSON.stringify(refused.status));
             // The API server refused it itself: tolerator, asked about the same object, must say the same.
@@ -386,6 +397,47 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
       assert.equal((untolerating.spec as { nodeName?: string }).nodeName, undefined);
       const conditions = (untolerating.status as { conditions?: { type: string; reason?: string; message?: string }[] }).conditions ?? [];
       assert.match(conditions.find((c) => c.type === 'PodScheduled')?.message ?? '', /cannot allocate all claims/);
+    });
+
+    it(`an omitted deviceSelector (kubernetes/kubernetes#141620): admitted while tolerator is down (failurePolicy Ignore), and on ${version === undefined ? '?' : `1.${version.minor}`} it ${omittedSelectorBlocksAll ? 'blocks allocation of every device' : 'matches no device, as documented'}`, async () => {
+      // tolerator down: the DeviceTaintRule webhook fails open, so the rule tolerator refuses goes in.
+      await cluster.stopTolerator();
+      try {
+        await createObject(cluster.objects, {
+          apiVersion: ruleApiVersion,
+          kind: 'DeviceTaintRule',
+          metadata: { name: 'omitted-selector' },
+          spec: { taint: { key: 'example.com/omitted', effect: 'NoSchedule' } },
+        });
+      } finally {
+        await cluster.startTolerator();
+      }
+      await createObject(cluster.objects, claim('after-omitted', undefined, '3'));
+      await until('the webhooks answer again', 60, async () => {
+        try {
+          return await createObject(cluster.objects, pod('after-omitted', 'after-omitted'));
+        } catch {
+          return undefined;
+        }
+      });
+      const outcome = await until('the scheduler decides', 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'after-omitted', namespace);
+        if ((current?.spec as { nodeName?: string } | undefined)?.nodeName === node) return 'bound';
+        const conditions = (current?.status as { conditions?: { type: string; message?: string }[] } | undefined)?.conditions ?? [];
+        return /cannot allocate all claims/.test(conditions.find((c) => c.type === 'PodScheduled')?.message ?? '')
+          ? 'unschedulable'
+          : undefined;
+      });
+      assert.equal(outcome, omittedSelectorBlocksAll ? 'unschedulable' : 'bound');
+      await cluster.objects.delete(
+        asKubernetesObject({ apiVersion: ruleApiVersion, kind: 'DeviceTaintRule', metadata: { name: 'omitted-selector' } }),
+      );
+      await cluster.objects.delete(
+        asKubernetesObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'after-omitted', namespace } }),
+        undefined,
+        undefined,
+        0,
+      );
     });
 
     it('None → NoExecute after the dry run: an empty-effect toleration is evicted, a NoExecute one stays', async () => {
