@@ -19,6 +19,13 @@ import type { PluginName } from '../plugins/plugin.js';
 import { defaultOffPlugins, selectPlugins } from '../plugins/registry.js';
 import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 import type { DeviceTaintRuleEnforcement } from '../plugins/device-taint-rule-safety.js';
+import {
+  defaultDeviceTolerationsAnnotation,
+  defaultDeviceTolerationsProblem,
+  maxDefaultDeviceTolerationSeconds,
+} from '../plugins/device-toleration-restriction.js';
+import { unmarshalTolerations } from '../tolerations/go-json-tolerations.js';
+import type { DeviceToleration } from '../tolerations/device-tolerations.js';
 import { parseBool, parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
 export const admissionFlags = {
@@ -48,6 +55,11 @@ export const admissionFlags = {
     placeholder: 'FILE',
     help: "kube-apiserver AdmissionConfiguration (its PodTolerationRestriction and PodNodeSelector entries), PodTolerationRestriction's Configuration or PodNodeSelector's podNodeSelectorPluginConfig file",
   },
+  'default-device-tolerations': {
+    kind: 'string',
+    placeholder: 'JSON',
+    help: `the cluster's default device tolerations, a JSON array added to every new ResourceClaim and ResourceClaimTemplate request that lacks them (each NoExecute with tolerationSeconds 0 to ${maxDefaultDeviceTolerationSeconds}); a namespace's ${defaultDeviceTolerationsAnnotation} annotation replaces it`,
+  },
   'device-taint-rule-safety': {
     kind: 'string',
     placeholder: 'deny|warn',
@@ -68,6 +80,7 @@ export interface AdmissionSettings {
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
   readonly podNodeSelector: PodNodeSelectorConfig;
   readonly deviceTaintRuleSafety: DeviceTaintRuleEnforcement;
+  readonly defaultDeviceTolerations: readonly DeviceToleration[];
   readonly policiesDir: string | undefined;
   readonly clusterStateFile: string | undefined;
 }
@@ -180,6 +193,16 @@ function seconds(flags: ParsedFlags, name: string): number {
   return Number(big);
 }
 
+function defaultDeviceTolerations(raw: string | undefined): readonly DeviceToleration[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  const decoded = unmarshalTolerations(raw, 'v1');
+  if (decoded.error !== undefined) throw new UsageError(`--default-device-tolerations: ${decoded.error}`);
+  const tolerations = decoded.tolerations as readonly DeviceToleration[];
+  const problem = defaultDeviceTolerationsProblem(tolerations);
+  if (problem !== undefined) throw new UsageError(`--default-device-tolerations: ${problem}`);
+  return tolerations;
+}
+
 function deviceTaintRuleEnforcement(raw: string | undefined): DeviceTaintRuleEnforcement {
   switch (raw) {
     case undefined:
@@ -219,6 +242,7 @@ export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
     podTolerationRestriction,
     podNodeSelector,
     deviceTaintRuleSafety: deviceTaintRuleEnforcement(str('device-taint-rule-safety')),
+    defaultDeviceTolerations: defaultDeviceTolerations(str('default-device-tolerations')),
     policiesDir: str('policies'),
     clusterStateFile: str('cluster-state'),
   };

@@ -141,6 +141,7 @@ export function pipelineFor(
     podTolerationRestriction: settings.podTolerationRestriction,
     podNodeSelector: settings.podNodeSelector,
     deviceTaintRuleSafety: { enforcement: settings.deviceTaintRuleSafety },
+    deviceTolerationRestriction: { defaults: settings.defaultDeviceTolerations },
     dedicatedNodes: createDedicatedNodes(policies),
   });
   return createPipeline({ ...plugins, gates, clusterFacts, ...(serverVersion === undefined ? {} : { serverVersion }) });

@@ -15,6 +15,7 @@ import { createDaemonSetTolerations } from './daemonset-tolerations.js';
 import { createTolerationValidation } from './toleration-validation.js';
 import { createSchedulingWarnings } from './scheduling-warnings.js';
 import { createDeviceTolerationValidation } from './device-toleration-validation.js';
+import { createDeviceTolerationRestriction, type DeviceTolerationRestrictionConfig } from './device-toleration-restriction.js';
 import { createDeviceTaintRuleSafety, type DeviceTaintRuleSafetyConfig } from './device-taint-rule-safety.js';
 import type { MutatingPlugin, ValidatingPlugin } from './plugin.js';
 import { createPodNodeSelector } from './pod-node-selector.js';
@@ -27,6 +28,8 @@ export interface PluginConfiguration {
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
   /** PodNodeSelector's cluster default and whitelists; none when absent. */
   readonly podNodeSelector?: PodNodeSelectorConfig;
+  /** DeviceTolerationRestriction's cluster defaults (`--default-device-tolerations`); none when absent. */
+  readonly deviceTolerationRestriction?: DeviceTolerationRestrictionConfig;
   /** DeviceTaintRuleSafety's enforcement (`--device-taint-rule-safety`); Deny when absent. */
   readonly deviceTaintRuleSafety?: DeviceTaintRuleSafetyConfig;
   /** Builds DedicatedNodes; absent when tenancy is not configured. */
@@ -52,6 +55,7 @@ export const allPluginNames = [
   'TolerationValidation',
   // The DRA device plugins judge other resources (ResourceClaims, their templates, DeviceTaintRules)
   // than the pod plugins above, so their place among those changes nothing.
+  'DeviceTolerationRestriction',
   'DeviceTolerationValidation',
   'DeviceTaintRuleSafety',
   // Last: a pod that is refused needs no warning about where it would have run.
@@ -107,6 +111,14 @@ const registry: Readonly<Record<PluginName, RegistryEntry>> = {
   TolerationValidation: {
     build: () => ({ validating: createTolerationValidation() }),
     explains: "every toleration must pass the API server's own validation (TolerationValidation)",
+  },
+  DeviceTolerationRestriction: {
+    build: (config) => {
+      const plugin = createDeviceTolerationRestriction(config.deviceTolerationRestriction);
+      return { mutating: plugin, validating: plugin };
+    },
+    explains:
+      "a new ResourceClaim or ResourceClaimTemplate gets the namespace's (or the cluster's) default NoExecute device tolerations, a bounded grace period, where it lacks them, and its device tolerations must be within the namespace's allow-list (DeviceTolerationRestriction)",
   },
   DeviceTolerationValidation: {
     build: () => ({ validating: createDeviceTolerationValidation() }),

@@ -102,6 +102,28 @@ describe('--feature-gates', () => {
   });
 });
 
+describe('--default-device-tolerations', () => {
+  it('takes a JSON list of bounded NoExecute grace periods, and refuses one that tolerates forever or is not JSON', () => {
+    const grace = { key: 'example.com/maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 600 };
+    assert.deepEqual(
+      readAdmissionSettings(parseFlags(['--default-device-tolerations', JSON.stringify([grace])], admissionFlags)).defaultDeviceTolerations,
+      [grace],
+    );
+    assert.deepEqual(readAdmissionSettings(parseFlags([], admissionFlags)).defaultDeviceTolerations, []);
+    assert.throws(
+      () =>
+        readAdmissionSettings(
+          parseFlags(['--default-device-tolerations', '[{"key":"k","operator":"Exists","effect":"NoExecute"}]'], admissionFlags),
+        ),
+      /--default-device-tolerations: toleration \[0\]: a default device toleration is a grace period/,
+    );
+    assert.throws(
+      () => readAdmissionSettings(parseFlags(['--default-device-tolerations', '[{'], admissionFlags)),
+      /--default-device-tolerations: /,
+    );
+  });
+});
+
 describe('--device-taint-rule-safety', () => {
   it('is deny by default, warn when asked, and refuses anything else', () => {
     assert.equal(readAdmissionSettings(parseFlags([], admissionFlags)).deviceTaintRuleSafety, 'Deny');
@@ -133,6 +155,7 @@ describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-
       'PodTolerationRestriction',
       'DedicatedNodes',
       'TolerationValidation',
+      'DeviceTolerationRestriction',
       'DeviceTolerationValidation',
       'DeviceTaintRuleSafety',
       'SchedulingWarnings',

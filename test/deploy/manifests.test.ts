@@ -684,8 +684,15 @@ describe('webhook configurations', () => {
       .sort();
   const createUpdate = (resources: string[]): string[] => resources.flatMap((r) => [`${r} CREATE`, `${r} UPDATE`]).sort();
 
-  it('mutates pods and DaemonSets on CREATE/UPDATE and is reinvoked if needed', () => {
-    assert.deepEqual(ruleSet(mutating.webhooks ?? []), createUpdate(['/v1/pods', 'apps/v1/daemonsets']));
+  it('mutates pods and DaemonSets on CREATE/UPDATE, ResourceClaims and ResourceClaimTemplates on CREATE, and is reinvoked if needed', () => {
+    assert.deepEqual(
+      ruleSet(mutating.webhooks ?? []),
+      [
+        ...createUpdate(['/v1/pods', 'apps/v1/daemonsets']),
+        'resource.k8s.io/v1/resourceclaims CREATE',
+        'resource.k8s.io/v1/resourceclaimtemplates CREATE',
+      ].sort(),
+    );
     for (const hook of mutating.webhooks ?? []) assert.equal(hook.reinvocationPolicy, 'IfNeeded');
   });
 

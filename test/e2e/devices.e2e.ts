@@ -104,7 +104,7 @@ function claim(name: string, tolerations: unknown[] | undefined, deviceName?: st
   };
 }
 
-function template(name: string, tolerations: unknown[]): Manifest {
+function template(name: string, tolerations: unknown[], deviceClassName = driver): Manifest {
   return {
     apiVersion: 'resource.k8s.io/v1',
     kind: 'ResourceClaimTemplate',
@@ -113,8 +113,8 @@ function template(name: string, tolerations: unknown[]): Manifest {
       spec: {
         devices: {
           requests: [
-            { name: 'first', firstAvailable: [{ name: 'gpu', deviceClassName: driver, tolerations }] },
-            { name: 'exact', exactly: { deviceClassName: driver, tolerations } },
+            { name: 'first', firstAvailable: [{ name: 'gpu', deviceClassName, tolerations }] },
+            { name: 'exact', exactly: { deviceClassName, tolerations } },
           ],
         },
       },
@@ -340,6 +340,72 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
       const verdict = await validatingVerdict(cluster, claim('reviewed-2', [{ key: taintKey, operator: 'Exists' }]));
       assert.equal(verdict.allowed, true);
       assert.match(verdict.warnings?.[0] ?? '', /honours only effect NoExecute/);
+    });
+  });
+
+  describe('DeviceTolerationRestriction: defaults and the allow-list of a namespace', () => {
+    const defaulted = 'ml-team';
+    const grace = { key: taintKey, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 600 };
+    before(async () => {
+      await createObject(cluster.objects, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: defaulted,
+          annotations: {
+            'tolerator.dev/default-device-tolerations': JSON.stringify([grace]),
+            'tolerator.dev/device-tolerations-whitelist': JSON.stringify([
+              { key: taintKey, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 3600 },
+            ]),
+          },
+        },
+      });
+    });
+
+    it('a template gets the default; the claim the resourceclaim controller makes from it for a pod carries it exactly once', async () => {
+      // A class no device has: the resourceclaim controller makes the claim when the pod is created,
+      // and the pod then stays unscheduled, leaving the GPUs to the tests below.
+      const stored = await createObject(cluster.objects, {
+        ...template('one-gpu', [], 'none.example.com'),
+        metadata: { name: 'one-gpu', namespace: defaulted },
+      });
+      const requests = (
+        stored.spec as {
+          spec: { devices: { requests: { firstAvailable?: { tolerations?: unknown[] }[]; exactly?: { tolerations?: unknown[] } }[] } };
+        }
+      ).spec.devices.requests;
+      assert.deepEqual(requests[0]!.firstAvailable![0]!.tolerations, [grace]);
+      assert.deepEqual(requests[1]!.exactly!.tolerations, [grace]);
+      await createObject(cluster.objects, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'from-template', namespace: defaulted },
+        spec: {
+          resourceClaims: [{ name: 'gpu', resourceClaimTemplateName: 'one-gpu' }],
+          containers: [{ name: 'app', image: 'registry.example/app:1', resources: { claims: [{ name: 'gpu' }] } }],
+        },
+      });
+      const claimName = await until('the resourceclaim controller makes the claim', 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'from-template', defaulted);
+        return (current?.status as { resourceClaimStatuses?: { resourceClaimName?: string }[] } | undefined)?.resourceClaimStatuses?.[0]
+          ?.resourceClaimName;
+      });
+      const made = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', claimName, defaulted))!;
+      const made0 = (made.spec as { devices: { requests: { exactly?: { tolerations?: unknown[] } }[] } }).devices.requests[1]!;
+      assert.deepEqual(made0.exactly!.tolerations, [grace]);
+    });
+
+    it('a claim with a device toleration outside the allow-list is refused by the validating webhook', async () => {
+      const outside = {
+        ...claim('outside', [{ key: 'example.com/other', operator: 'Exists', effect: 'NoExecute' }]),
+        metadata: { name: 'outside', namespace: defaulted },
+      };
+      const { code, status } = await refusal(createObject(cluster.objects, outside, 'All'));
+      assert.equal(code, 403);
+      assert.match(
+        status.message ?? '',
+        /admission webhook "validate\.tolerator\.dev" denied the request: spec\.devices\.requests\[0\]\.exactly\.tolerations: device tolerations conflict with the allow-list of namespace "ml-team"/,
+      );
     });
   });
 

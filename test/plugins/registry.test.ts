@@ -20,7 +20,14 @@ describe('the plugin registry, the one list of plugins', () => {
     );
     assert.deepEqual(
       built.mutating.map((plugin) => plugin.name),
-      ['DaemonSetTolerations', 'PodNodeSelector', 'DefaultTolerationSeconds', 'PodTolerationRestriction', 'DedicatedNodes'],
+      [
+        'DaemonSetTolerations',
+        'PodNodeSelector',
+        'DefaultTolerationSeconds',
+        'PodTolerationRestriction',
+        'DedicatedNodes',
+        'DeviceTolerationRestriction',
+      ],
     );
     assert.deepEqual(
       built.validating.map((plugin) => plugin.name),
@@ -29,6 +36,7 @@ describe('the plugin registry, the one list of plugins', () => {
         'PodTolerationRestriction',
         'DedicatedNodes',
         'TolerationValidation',
+        'DeviceTolerationRestriction',
         'DeviceTolerationValidation',
         'DeviceTaintRuleSafety',
         'SchedulingWarnings',
