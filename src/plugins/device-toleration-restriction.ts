@@ -60,6 +60,13 @@ export const extendedResourceClaimAnnotation = 'resource.kubernetes.io/extended-
  */
 export const maxDefaultDeviceTolerationSeconds = 86_400;
 
+/**
+ * The most defaults a list may hold: 16, the number of tolerations the API documents per request
+ * (`DeviceTolerationsMaxLength`, documented though not enforced). It also keeps the work linear: each
+ * default is looked for among a request's tolerations, which a tenant may make tens of thousands.
+ */
+export const maxDefaultDeviceTolerations = 16;
+
 export interface DeviceTolerationRestrictionConfig {
   /** The cluster's default device tolerations, used where a namespace sets no annotation. */
   readonly defaults?: readonly DeviceToleration[];
@@ -67,6 +74,9 @@ export interface DeviceTolerationRestrictionConfig {
 
 /** Why a list of default device tolerations cannot be used, or undefined when it can. */
 export function defaultDeviceTolerationsProblem(defaults: readonly DeviceToleration[]): string | undefined {
+  if (defaults.length > maxDefaultDeviceTolerations) {
+    return `${defaults.length} default device tolerations: at most ${maxDefaultDeviceTolerations}, the number the API documents per request`;
+  }
   const errors = new FieldErrorList();
   validateDeviceTolerations(defaults, () => '', errors);
   const first = errors.errors[0];

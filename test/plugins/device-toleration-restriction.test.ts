@@ -143,6 +143,10 @@ describe('DeviceTolerationRestriction: defaults', () => {
     assert.match(defaultDeviceTolerationsProblem([{ ...grace, tolerationSeconds: 86_401 }]) ?? '', /from 0 to 86400/);
     assert.match(defaultDeviceTolerationsProblem([{ ...grace, operator: 'Gt' }]) ?? '', /Unsupported value: "Gt"/);
     assert.equal(defaultDeviceTolerationsProblem([grace]), undefined);
+    assert.match(
+      defaultDeviceTolerationsProblem(Array.from({ length: 17 }, () => grace)) ?? '',
+      /^17 default device tolerations: at most 16/,
+    );
     const forever = JSON.stringify([{ key: 'k', operator: 'Exists', effect: 'NoExecute' }]);
     const { outcome } = admit(claim(), namespace({ [defaultDeviceTolerationsAnnotation]: forever }));
     assert.ok(outcome.denial?.reason === 'Forbidden');
