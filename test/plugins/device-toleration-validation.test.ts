@@ -166,6 +166,34 @@ describe('DeviceTolerationValidation: what the API server refuses, with its path
   });
 });
 
+describe('DeviceTolerationValidation: the order of the errors by version', () => {
+  const object = claim([
+    { key: 'example.com/xid', operator: 'Lt', value: '1' },
+    { key: 'x y', operator: 'Equal', value: 'a b', effect: 'PreferNoSchedule' },
+  ]);
+  const fields = (serverVersion?: { major: number; minor: number }): string[] => {
+    const attrs = admissionAttributes(claims, 'CREATE', object);
+    const outcome = plugin.validate(object, attrs, { ...gateOn, serverVersion });
+    assert.ok(outcome.denial?.reason === 'Invalid');
+    return outcome.denial.errors.map((error) => error.field.replace('spec.devices.requests[0].exactly.', ''));
+  };
+
+  it('through 1.36, and offline, in the handwritten order: each toleration in turn, key, operator or value, effect', () => {
+    const handwritten = ['tolerations[0].operator', 'tolerations[1].key', 'tolerations[1].value', 'tolerations[1].effect'];
+    assert.deepEqual(fields({ major: 1, minor: 36 }), handwritten);
+    assert.deepEqual(fields(undefined), handwritten);
+  });
+
+  it('from 1.37 the errors declarative validation answers for (key, operator, effect) come after the value errors, as v1.37.2 lists them', () => {
+    assert.deepEqual(fields({ major: 1, minor: 37 }), [
+      'tolerations[1].value',
+      'tolerations[0].operator',
+      'tolerations[1].key',
+      'tolerations[1].effect',
+    ]);
+  });
+});
+
 describe('DeviceTolerationValidation: when it judges (gate, operation, resource)', () => {
   const bad = [{ key: 'example.com/xid', operator: 'Gt', value: '1' }];
 
