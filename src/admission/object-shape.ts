@@ -63,6 +63,33 @@ const podSpec = object({
 
 const podTemplateSpec = object({ metadata: objectMeta, spec: podSpec });
 
+/** resource.k8s.io/v1 DeviceToleration (and v1beta2's, the same). */
+const deviceToleration = object({ key: string, operator: string, value: string, effect: string, tolerationSeconds: nullable(integer) });
+const deviceTolerations = nullable(array(deviceToleration));
+/** ResourceClaimSpec as far as the device plugins read it: each request's `exactly` or `firstAvailable` tolerations. */
+const resourceClaimSpec = object({
+  devices: object({
+    requests: nullable(
+      array(
+        object({
+          name: string,
+          exactly: nullable(object({ tolerations: deviceTolerations })),
+          firstAvailable: nullable(array(object({ name: string, tolerations: deviceTolerations }))),
+        }),
+      ),
+    ),
+  }),
+});
+/** DeviceTaintRule (v1alpha3, v1beta2, v1): the selector, the taint and the status conditions DeviceTaintRuleSafety reads. */
+const deviceTaintRule = object({
+  metadata: objectMeta,
+  spec: object({
+    deviceSelector: nullable(object({ driver: nullable(string), pool: nullable(string), device: nullable(string) })),
+    taint: object({ key: string, value: string, effect: string }),
+  }),
+  status: object({ conditions: nullable(array(object({ type: string, observedGeneration: integer }))) }),
+});
+
 /** The shapes by `group/kind` of the objects tolerator reads; other kinds are passed through unread. */
 const shapesByKind: Readonly<Record<string, Shape>> = {
   '/Pod': object({ metadata: objectMeta, spec: podSpec, status: object({ qosClass: string }) }),
@@ -78,6 +105,9 @@ const shapesByKind: Readonly<Record<string, Shape>> = {
     spec: object({ jobTemplate: object({ metadata: objectMeta, spec: object({ template: podTemplateSpec }) }) }),
   }),
   '/Namespace': object({ metadata: objectMeta }),
+  'resource.k8s.io/ResourceClaim': object({ metadata: objectMeta, spec: resourceClaimSpec }),
+  'resource.k8s.io/ResourceClaimTemplate': object({ metadata: objectMeta, spec: object({ spec: resourceClaimSpec }) }),
+  'resource.k8s.io/DeviceTaintRule': deviceTaintRule,
 };
 
 /**

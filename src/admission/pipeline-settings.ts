@@ -6,11 +6,13 @@
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { ExplicitFeatureGates, FeatureGates } from '../api/feature-gates.js';
 import { createDedicatedNodes } from '../plugins/dedicated-nodes.js';
+import type { DeviceTaintRuleEnforcement } from '../plugins/device-taint-rule-safety.js';
 import type { PodTolerationRestrictionConfig } from '../plugins/pod-toleration-restriction.js';
 import type { PluginName } from '../plugins/plugin.js';
 import { buildPlugins } from '../plugins/registry.js';
 import type { PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
+import type { DeviceToleration } from '../tolerations/device-tolerations.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import { createPipeline, type Pipeline } from './pipeline.js';
 
@@ -24,6 +26,8 @@ export interface AdmissionSettings {
   readonly unreachableSeconds: number;
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
   readonly podNodeSelector: PodNodeSelectorConfig;
+  readonly deviceTaintRuleSafety: DeviceTaintRuleEnforcement;
+  readonly defaultDeviceTolerations: readonly DeviceToleration[];
   readonly policiesDir: string | undefined;
   readonly clusterStateFile: string | undefined;
 }
@@ -44,6 +48,8 @@ export function pipelineFor(
     defaultTolerationSeconds: { notReadySeconds: settings.notReadySeconds, unreachableSeconds: settings.unreachableSeconds },
     podTolerationRestriction: settings.podTolerationRestriction,
     podNodeSelector: settings.podNodeSelector,
+    deviceTaintRuleSafety: { enforcement: settings.deviceTaintRuleSafety },
+    deviceTolerationRestriction: { defaults: settings.defaultDeviceTolerations },
     dedicatedNodes: createDedicatedNodes(policies),
   });
   return createPipeline({ ...plugins, gates, clusterFacts, ...(serverVersion === undefined ? {} : { serverVersion }) });

@@ -11,6 +11,8 @@
  *   PodLevelResources:                   1.32 alpha, off; 1.34 beta, on (unchanged through 1.37)
  *   PodLevelResourcesFixKubeletQOSClass: 1.37 beta, on
  *   TaintTolerationComparisonOperators:  1.35 alpha, off (unchanged through 1.37)
+ *   DRADeviceTaints:                     1.33 alpha, off; 1.36 beta, on; 1.37 GA, on
+ *   DRADeviceTaintRules:                 1.35 alpha, off; 1.36 beta, off; 1.37 GA, on
  *
  * A version before a gate's first entry does not have the gate at all: the feature does not
  * exist there (the API server refuses the fields or operators it guards), which for admission is
@@ -41,6 +43,16 @@ export const featureGateHistory: Readonly<Record<FeatureGateName, readonly Versi
     { since: { major: 1, minor: 34 }, enabled: true, stage: 'BETA' },
   ],
   PodLevelResourcesFixKubeletQOSClass: [{ since: { major: 1, minor: 37 }, enabled: true, stage: 'BETA' }],
+  DRADeviceTaints: [
+    { since: { major: 1, minor: 33 }, enabled: false, stage: 'ALPHA' },
+    { since: { major: 1, minor: 36 }, enabled: true, stage: 'BETA' },
+    { since: { major: 1, minor: 37 }, enabled: true, stage: 'GA' },
+  ],
+  DRADeviceTaintRules: [
+    { since: { major: 1, minor: 35 }, enabled: false, stage: 'ALPHA' },
+    { since: { major: 1, minor: 36 }, enabled: false, stage: 'BETA' },
+    { since: { major: 1, minor: 37 }, enabled: true, stage: 'GA' },
+  ],
 };
 
 /** The newest version whose upstream entries the table was checked against (the module comment). */

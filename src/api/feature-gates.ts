@@ -14,12 +14,23 @@ export interface FeatureGates {
    * containers do, as if it were absent (pkg/apis/core/helper/qos/qos.go at v1.37.2).
    */
   readonly PodLevelResourcesFixKubeletQOSClass: boolean;
+  /**
+   * KEP-5055: taints on DRA devices and tolerations in ResourceClaims (alpha and off in 1.33–1.35,
+   * beta and on in 1.36, GA in 1.37). Off, the API server drops every device toleration of a new
+   * claim or template before validating it (resourceclaimspec.DropDisabledFields), so the device
+   * plugins have nothing to judge and nothing they add would be kept.
+   */
+  readonly DRADeviceTaints: boolean;
+  /** KEP-5055: the DeviceTaintRule API (alpha and off in 1.35, beta and still off in 1.36, GA in 1.37). */
+  readonly DRADeviceTaintRules: boolean;
 }
 
 export const defaultFeatureGates: FeatureGates = {
   TaintTolerationComparisonOperators: false,
   PodLevelResources: true,
   PodLevelResourcesFixKubeletQOSClass: false,
+  DRADeviceTaints: false,
+  DRADeviceTaintRules: false,
 };
 
 export type FeatureGateName = keyof FeatureGates;
@@ -28,6 +39,8 @@ export const featureGateNames: readonly FeatureGateName[] = [
   'TaintTolerationComparisonOperators',
   'PodLevelResources',
   'PodLevelResourcesFixKubeletQOSClass',
+  'DRADeviceTaints',
+  'DRADeviceTaintRules',
 ];
 
 /** The gates `--feature-gates` sets explicitly; a gate it does not name is absent. */

@@ -18,6 +18,14 @@ import { defaultTolerationSeconds } from '../plugins/default-toleration-seconds.
 import type { PluginName } from '../plugins/plugin.js';
 import { defaultOffPlugins, selectPlugins } from '../plugins/registry.js';
 import { emptyPodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
+import {
+  defaultDeviceTolerationsAnnotation,
+  defaultDeviceTolerationsProblem,
+  maxDefaultDeviceTolerationSeconds,
+} from '../plugins/device-toleration-restriction.js';
+import { unmarshalTolerations } from '../tolerations/go-json-tolerations.js';
+import type { DeviceToleration } from '../tolerations/device-tolerations.js';
+import type { DeviceTaintRuleEnforcement } from '../plugins/device-taint-rule-safety.js';
 import { parseBool, parseDuration, UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
 
 export const admissionFlags = {
@@ -46,6 +54,16 @@ export const admissionFlags = {
     kind: 'string',
     placeholder: 'FILE',
     help: "kube-apiserver AdmissionConfiguration (its PodTolerationRestriction and PodNodeSelector entries), PodTolerationRestriction's Configuration or PodNodeSelector's podNodeSelectorPluginConfig file",
+  },
+  'default-device-tolerations': {
+    kind: 'string',
+    placeholder: 'JSON',
+    help: `the cluster's default device tolerations, a JSON array added to every new ResourceClaim and ResourceClaimTemplate request that lacks them (each NoExecute with tolerationSeconds 0 to ${maxDefaultDeviceTolerationSeconds}); a namespace's ${defaultDeviceTolerationsAnnotation} annotation replaces it`,
+  },
+  'device-taint-rule-safety': {
+    kind: 'string',
+    placeholder: 'deny|warn',
+    help: 'what DeviceTaintRuleSafety does with an unsafe DeviceTaintRule: refuse it (deny, the default) or admit it with a warning (warn)',
   },
   policies: { kind: 'string', placeholder: 'DIR', help: 'directory of TenancyPolicy documents (reloaded when it changes)' },
   'cluster-state': { kind: 'string', placeholder: 'FILE', help: 'Namespace and Node manifests to decide from, instead of a cluster' },
@@ -159,6 +177,28 @@ function seconds(flags: ParsedFlags, name: string): number {
   return Number(big);
 }
 
+function defaultDeviceTolerations(raw: string | undefined): readonly DeviceToleration[] {
+  if (raw === undefined || raw.trim() === '') return [];
+  const decoded = unmarshalTolerations(raw, 'v1');
+  if (decoded.error !== undefined) throw new UsageError(`--default-device-tolerations: ${decoded.error}`);
+  const tolerations = decoded.tolerations as readonly DeviceToleration[];
+  const problem = defaultDeviceTolerationsProblem(tolerations);
+  if (problem !== undefined) throw new UsageError(`--default-device-tolerations: ${problem}`);
+  return tolerations;
+}
+
+function deviceTaintRuleEnforcement(raw: string | undefined): DeviceTaintRuleEnforcement {
+  switch (raw) {
+    case undefined:
+    case 'deny':
+      return 'Deny';
+    case 'warn':
+      return 'Warn';
+    default:
+      throw new UsageError(`--device-taint-rule-safety: ${JSON.stringify(raw)} is neither deny nor warn`);
+  }
+}
+
 export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
   const str = (name: string): string | undefined => flags.values.get(name) as string | undefined;
   const explicitGates = parseExplicitFeatureGates(str('feature-gates'));
@@ -185,6 +225,8 @@ export function readAdmissionSettings(flags: ParsedFlags): AdmissionSettings {
     unreachableSeconds: seconds(flags, 'default-unreachable-toleration-seconds'),
     podTolerationRestriction,
     podNodeSelector,
+    deviceTaintRuleSafety: deviceTaintRuleEnforcement(str('device-taint-rule-safety')),
+    defaultDeviceTolerations: defaultDeviceTolerations(str('default-device-tolerations')),
     policiesDir: str('policies'),
     clusterStateFile: str('cluster-state'),
   };

@@ -14,6 +14,9 @@ import { createDefaultTolerationSeconds, type DefaultTolerationSecondsConfig } f
 import { createDaemonSetTolerations } from './daemonset-tolerations.js';
 import { createTolerationValidation } from './toleration-validation.js';
 import { createSchedulingWarnings } from './scheduling-warnings.js';
+import { createDeviceTolerationValidation } from './device-toleration-validation.js';
+import { createDeviceTolerationRestriction, type DeviceTolerationRestrictionConfig } from './device-toleration-restriction.js';
+import { createDeviceTaintRuleSafety, type DeviceTaintRuleSafetyConfig } from './device-taint-rule-safety.js';
 import type { MutatingPlugin, ValidatingPlugin } from './plugin.js';
 import { createPodNodeSelector } from './pod-node-selector.js';
 import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
@@ -25,6 +28,10 @@ export interface PluginConfiguration {
   readonly podTolerationRestriction: PodTolerationRestrictionConfig;
   /** PodNodeSelector's cluster default and whitelists; none when absent. */
   readonly podNodeSelector?: PodNodeSelectorConfig;
+  /** DeviceTolerationRestriction's cluster defaults (`--default-device-tolerations`); none when absent. */
+  readonly deviceTolerationRestriction?: DeviceTolerationRestrictionConfig;
+  /** DeviceTaintRuleSafety's enforcement (`--device-taint-rule-safety`); Deny when absent. */
+  readonly deviceTaintRuleSafety?: DeviceTaintRuleSafetyConfig;
   /** Builds DedicatedNodes; absent when tenancy is not configured. */
   readonly dedicatedNodes?: MutatingPlugin & ValidatingPlugin;
 }
@@ -46,6 +53,11 @@ export const allPluginNames = [
   'PodTolerationRestriction',
   'DedicatedNodes',
   'TolerationValidation',
+  // The DRA device plugins judge other resources (ResourceClaims, their templates, DeviceTaintRules)
+  // than the pod plugins above, so their place among those changes nothing.
+  'DeviceTolerationRestriction',
+  'DeviceTolerationValidation',
+  'DeviceTaintRuleSafety',
   // Last: a pod that is refused needs no warning about where it would have run.
   'SchedulingWarnings',
 ] as const;
@@ -99,6 +111,23 @@ const registry: Readonly<Record<PluginName, RegistryEntry>> = {
   TolerationValidation: {
     build: () => ({ validating: createTolerationValidation() }),
     explains: "every toleration must pass the API server's own validation (TolerationValidation)",
+  },
+  DeviceTolerationRestriction: {
+    build: (config) => {
+      const plugin = createDeviceTolerationRestriction(config.deviceTolerationRestriction);
+      return { mutating: plugin, validating: plugin };
+    },
+    explains:
+      "a new ResourceClaim or ResourceClaimTemplate gets the namespace's (or the cluster's) default NoExecute device tolerations, a bounded grace period, where it lacks them, and its device tolerations must be within the namespace's allow-list (DeviceTolerationRestriction)",
+  },
+  DeviceTolerationValidation: {
+    build: () => ({ validating: createDeviceTolerationValidation() }),
+    explains:
+      "every device toleration of a ResourceClaim or ResourceClaimTemplate must pass the API server's own validation (DeviceTolerationValidation)",
+  },
+  DeviceTaintRuleSafety: {
+    build: (config) => ({ validating: createDeviceTaintRuleSafety(config.deviceTaintRuleSafety) }),
+    explains: 'a DeviceTaintRule that would taint every device by mistake, or evict without a dry run, is refused (DeviceTaintRuleSafety)',
   },
   SchedulingWarnings: {
     build: () => ({ validating: createSchedulingWarnings() }),

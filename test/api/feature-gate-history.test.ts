@@ -50,21 +50,29 @@ describe('defaultGatesAtVersion', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: true,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
     assert.deepEqual(gates(36), {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: true,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: true,
+      DRADeviceTaintRules: false,
     });
     assert.deepEqual(gates(37), {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: true,
       PodLevelResourcesFixKubeletQOSClass: true,
+      DRADeviceTaints: true,
+      DRADeviceTaintRules: true,
     });
     assert.deepEqual(gates(33), {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: false,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
   });
 });

@@ -14,8 +14,8 @@ import type { ExplicitFeatureGates, FeatureGateName } from '../../src/api/featur
 const nothing: ClusterGateReading = { metrics: undefined, version: undefined };
 const v = (minor: number): ClusterGateReading['version'] => ({ major: 1, minor });
 
-/** The two gates the rows below are about; PodLevelResourcesFixKubeletQOSClass has its own test. */
-type RowGate = Exclude<FeatureGateName, 'PodLevelResourcesFixKubeletQOSClass'>;
+/** The two gates the rows below are about; PodLevelResourcesFixKubeletQOSClass and the DRA gates have their own tests. */
+type RowGate = Exclude<FeatureGateName, 'PodLevelResourcesFixKubeletQOSClass' | 'DRADeviceTaints' | 'DRADeviceTaintRules'>;
 
 function summary(gates: ResolvedGates): Record<RowGate, string> {
   return {
@@ -172,6 +172,8 @@ describe('gateValues', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: false,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
   });
 });

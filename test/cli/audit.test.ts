@@ -254,7 +254,7 @@ describe('tolerator audit --cluster-state FILE', () => {
       const manifest = parseAllDocuments(readFileSync(join(root, 'deploy', 'base', file), 'utf8'))[0]?.toJS() as {
         webhooks: { namespaceSelector?: { matchExpressions: { key: string; operator: string; values: string[] }[] } }[];
       };
-      // The NodePool webhook reviews a cluster-scoped resource: no namespaceSelector applies to it.
+      // The NodePool and DeviceTaintRule webhooks review cluster-scoped resources: no namespaceSelector applies to it.
       for (const webhook of manifest.webhooks.filter((hook) => hook.namespaceSelector !== undefined)) {
         const expressions = webhook.namespaceSelector?.matchExpressions;
         assert.deepEqual(expressions, [

@@ -79,6 +79,8 @@ describe('--feature-gates', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: true,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
   });
   it('takes comma-separated Name=bool pairs with strconv.ParseBool spellings', () => {
@@ -88,6 +90,8 @@ describe('--feature-gates', () => {
         TaintTolerationComparisonOperators: true,
         PodLevelResources: false,
         PodLevelResourcesFixKubeletQOSClass: true,
+        DRADeviceTaints: false,
+        DRADeviceTaintRules: false,
       },
     );
   });
@@ -95,6 +99,39 @@ describe('--feature-gates', () => {
     assert.throws(() => parseFeatureGates('TaintTolerations=true'), /unrecognized feature gate: TaintTolerations/);
     assert.throws(() => parseFeatureGates('PodLevelResources'), /missing bool value for PodLevelResources/);
     assert.throws(() => parseFeatureGates('PodLevelResources=yes'), /invalid boolean value "yes"/);
+  });
+});
+
+describe('--default-device-tolerations', () => {
+  it('takes a JSON list of bounded NoExecute grace periods, and refuses one that tolerates forever or is not JSON', () => {
+    const grace = { key: 'example.com/maintenance', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 600 };
+    assert.deepEqual(
+      readAdmissionSettings(parseFlags(['--default-device-tolerations', JSON.stringify([grace])], admissionFlags)).defaultDeviceTolerations,
+      [grace],
+    );
+    assert.deepEqual(readAdmissionSettings(parseFlags([], admissionFlags)).defaultDeviceTolerations, []);
+    assert.throws(
+      () =>
+        readAdmissionSettings(
+          parseFlags(['--default-device-tolerations', '[{"key":"k","operator":"Exists","effect":"NoExecute"}]'], admissionFlags),
+        ),
+      /--default-device-tolerations: toleration \[0\]: a default device toleration is a grace period/,
+    );
+    assert.throws(
+      () => readAdmissionSettings(parseFlags(['--default-device-tolerations', '[{'], admissionFlags)),
+      /--default-device-tolerations: /,
+    );
+  });
+});
+
+describe('--device-taint-rule-safety', () => {
+  it('is deny by default, warn when asked, and refuses anything else', () => {
+    assert.equal(readAdmissionSettings(parseFlags([], admissionFlags)).deviceTaintRuleSafety, 'Deny');
+    assert.equal(readAdmissionSettings(parseFlags(['--device-taint-rule-safety', 'warn'], admissionFlags)).deviceTaintRuleSafety, 'Warn');
+    assert.throws(
+      () => readAdmissionSettings(parseFlags(['--device-taint-rule-safety', 'Warn'], admissionFlags)),
+      /--device-taint-rule-safety: "Warn" is neither deny nor warn/,
+    );
   });
 });
 
@@ -118,6 +155,9 @@ describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-
       'PodTolerationRestriction',
       'DedicatedNodes',
       'TolerationValidation',
+      'DeviceTolerationRestriction',
+      'DeviceTolerationValidation',
+      'DeviceTaintRuleSafety',
       'SchedulingWarnings',
     ]);
   });

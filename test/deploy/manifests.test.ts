@@ -553,9 +553,9 @@ describe('cert-manager chain', () => {
   });
 });
 
-/** The webhooks on pods and workloads: every one but the NodePool webhook. */
+/** The webhook on pods, workloads and claims: not the NodePool nor the DeviceTaintRule webhook, which have their own tests. */
 function podWebhooks(hooks: readonly IValidatingWebhook[]): IValidatingWebhook[] {
-  return hooks.filter((hook) => hook.name !== nodePoolWebhookName);
+  return hooks.filter((hook) => hook.name === 'validate.tolerator.dev');
 }
 const nodePoolWebhookName = 'validate-nodepools.tolerator.dev';
 
@@ -690,8 +690,15 @@ describe('webhook configurations', () => {
       .sort();
   const createUpdate = (resources: string[]): string[] => resources.flatMap((r) => [`${r} CREATE`, `${r} UPDATE`]).sort();
 
-  it('mutates pods and DaemonSets on CREATE/UPDATE and is reinvoked if needed', () => {
-    assert.deepEqual(ruleSet(mutating.webhooks ?? []), createUpdate(['/v1/pods', 'apps/v1/daemonsets']));
+  it('mutates pods and DaemonSets on CREATE/UPDATE, ResourceClaims and ResourceClaimTemplates on CREATE, and is reinvoked if needed', () => {
+    assert.deepEqual(
+      ruleSet(mutating.webhooks ?? []),
+      [
+        ...createUpdate(['/v1/pods', 'apps/v1/daemonsets']),
+        'resource.k8s.io/v1/resourceclaims CREATE',
+        'resource.k8s.io/v1/resourceclaimtemplates CREATE',
+      ].sort(),
+    );
     for (const hook of mutating.webhooks ?? []) assert.equal(hook.reinvocationPolicy, 'IfNeeded');
   });
 
@@ -713,21 +720,48 @@ describe('webhook configurations', () => {
     assert.ok(hook.timeoutSeconds !== undefined && hook.timeoutSeconds <= 10);
   });
 
-  it('validates pods and every workload pod template on CREATE/UPDATE', () => {
+  const tenantHooks = (validating.webhooks ?? []).filter((hook) => hook.name === 'validate.tolerator.dev');
+  const deviceTaintRuleHooks = (validating.webhooks ?? []).filter((hook) => hook.name === 'devicetaintrules.validate.tolerator.dev');
+
+  it('validates pods, every workload pod template, ResourceClaims on CREATE and ResourceClaimTemplates on CREATE/UPDATE', () => {
     assert.deepEqual(
-      ruleSet(podWebhooks(validating.webhooks ?? [])),
+      ruleSet(tenantHooks),
+      [
+        ...createUpdate([
+          '/v1/pods',
+          '/v1/podtemplates',
+          '/v1/replicationcontrollers',
+          'apps/v1/deployments',
+          'apps/v1/replicasets',
+          'apps/v1/statefulsets',
+          'apps/v1/daemonsets',
+          'batch/v1/jobs',
+          'batch/v1/cronjobs',
+          'resource.k8s.io/v1/resourceclaimtemplates',
+        ]),
+        'resource.k8s.io/v1/resourceclaims CREATE',
+      ].sort(),
+    );
+    assert.equal(validating.webhooks?.length, 3, 'the tenant webhook, the NodePool webhook and the DeviceTaintRule webhook, nothing else');
+  });
+
+  it('DeviceTaintRuleSafety: DeviceTaintRules in every served version, on CREATE/UPDATE, failing open, matching equivalent versions', () => {
+    assert.equal(deviceTaintRuleHooks.length, 1);
+    const hook = deviceTaintRuleHooks[0]!;
+    assert.deepEqual(
+      ruleSet(deviceTaintRuleHooks),
       createUpdate([
-        '/v1/pods',
-        '/v1/podtemplates',
-        '/v1/replicationcontrollers',
-        'apps/v1/deployments',
-        'apps/v1/replicasets',
-        'apps/v1/statefulsets',
-        'apps/v1/daemonsets',
-        'batch/v1/jobs',
-        'batch/v1/cronjobs',
+        'resource.k8s.io/v1/devicetaintrules',
+        'resource.k8s.io/v1beta2/devicetaintrules',
+        'resource.k8s.io/v1alpha3/devicetaintrules',
       ]),
     );
+    assert.equal(hook.failurePolicy, 'Ignore');
+    assert.equal(hook.matchPolicy, 'Equivalent');
+    assert.equal(hook.sideEffects, 'None');
+    assert.equal(hook.clientConfig.service?.path, '/validate');
+    assert.ok(hook.timeoutSeconds !== undefined && hook.timeoutSeconds <= 10);
+    assert.equal(hook.rules?.[0]?.scope, 'Cluster');
   });
 });
 

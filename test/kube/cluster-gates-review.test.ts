@@ -119,6 +119,8 @@ describe('feature gates read from the cluster, in reviews', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: false,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
   });
 
@@ -169,13 +171,15 @@ describe('feature gates read from the cluster, in reviews', () => {
     const verbose = await request(app).get('/readyz?verbose');
     assert.equal(verbose.status, 200);
     const lines = verbose.text.trimEnd().split('\n');
-    assert.deepEqual(lines.slice(0, 4), [
+    assert.deepEqual(lines.slice(0, 6), [
       'ok',
       'feature gate TaintTolerationComparisonOperators=true source=cluster-metrics',
       'feature gate PodLevelResources=true source=cluster-version (v1.35: beta default)',
       'feature gate PodLevelResourcesFixKubeletQOSClass=false source=cluster-version (v1.35: not in that version)',
+      'feature gate DRADeviceTaints=false source=cluster-version (v1.35: alpha default)',
+      'feature gate DRADeviceTaintRules=false source=cluster-version (v1.35: alpha default)',
     ]);
-    assert.match(lines[4] ?? '', /^feature gates: cluster last read at \S+Z; \/metrics: ok; \/version: ok \(v1\.35\.2\)$/);
+    assert.match(lines[6] ?? '', /^feature gates: cluster last read at \S+Z; \/metrics: ok; \/version: ok \(v1\.35\.2\)$/);
     assert.equal((await request(app).get('/readyz')).text, 'ok');
   });
 });

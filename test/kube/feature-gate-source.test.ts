@@ -61,11 +61,15 @@ describe('the feature gate source', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: false,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
     assert.deepEqual(source.detail(), [
       'feature gate TaintTolerationComparisonOperators=false source=default',
       'feature gate PodLevelResources=false source=flag',
       'feature gate PodLevelResourcesFixKubeletQOSClass=false source=default',
+      'feature gate DRADeviceTaints=false source=default',
+      'feature gate DRADeviceTaintRules=false source=default',
       'feature gates: no cluster; --feature-gates and the built-in defaults apply',
     ]);
   });
@@ -95,6 +99,8 @@ describe('the feature gate source', () => {
       'feature gate TaintTolerationComparisonOperators=true source=cluster-metrics',
       'feature gate PodLevelResources=true source=cluster-metrics',
       'feature gate PodLevelResourcesFixKubeletQOSClass=false source=cluster-version (v1.35: not in that version)',
+      'feature gate DRADeviceTaints=false source=cluster-version (v1.35: alpha default)',
+      'feature gate DRADeviceTaintRules=false source=cluster-version (v1.35: alpha default)',
       'feature gates: cluster last read at 2026-11-30T12:00:00.000Z; /metrics: ok; /version: ok (v1.35.0)',
     ]);
     source.stop();
@@ -215,11 +221,13 @@ describe('the feature gate source', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: false,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
     assert.equal(source.resolved().PodLevelResources.source, 'cluster-version');
     assert.ok(lines.some((line) => line.level === 'warn' && line.fields.problems === 'GET /metrics: HTTP 403'));
     assert.equal(source.detail()[1], 'feature gate PodLevelResources=false source=cluster-version (v1.31: not in that version)');
-    assert.match(source.detail()[3] ?? '', /\/metrics: GET \/metrics: HTTP 403; \/version: ok \(v1\.31\.0\)$/);
+    assert.match(source.detail()[5] ?? '', /\/metrics: GET \/metrics: HTTP 403; \/version: ok \(v1\.31\.0\)$/);
     source.stop();
   });
 
@@ -276,9 +284,11 @@ describe('the feature gate source', () => {
       TaintTolerationComparisonOperators: false,
       PodLevelResources: true,
       PodLevelResourcesFixKubeletQOSClass: false,
+      DRADeviceTaints: false,
+      DRADeviceTaintRules: false,
     });
     assert.equal(source.resolved().TaintTolerationComparisonOperators.source, 'default');
-    assert.match(source.detail()[3] ?? '', /\/metrics: no answer within 50 ms/);
+    assert.match(source.detail()[5] ?? '', /\/metrics: no answer within 50 ms/);
     source.stop();
   });
 
@@ -313,18 +323,25 @@ describe('tolerator_feature_gate_enabled', () => {
       'tolerator_feature_gate_enabled{name="TaintTolerationComparisonOperators",source="default"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResources",source="flag"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResourcesFixKubeletQOSClass",source="default"} 0',
+      'tolerator_feature_gate_enabled{name="DRADeviceTaints",source="default"} 0',
+      'tolerator_feature_gate_enabled{name="DRADeviceTaintRules",source="default"} 0',
     ]);
     await source.refresh();
     assert.deepEqual(await series(), [
       'tolerator_feature_gate_enabled{name="TaintTolerationComparisonOperators",source="cluster-metrics"} 1',
       'tolerator_feature_gate_enabled{name="PodLevelResources",source="flag"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResourcesFixKubeletQOSClass",source="cluster-version"} 0',
+      'tolerator_feature_gate_enabled{name="DRADeviceTaints",source="cluster-version"} 0',
+      'tolerator_feature_gate_enabled{name="DRADeviceTaintRules",source="cluster-version"} 0',
     ]);
     await source.refresh();
     assert.deepEqual(await series(), [
       'tolerator_feature_gate_enabled{name="TaintTolerationComparisonOperators",source="cluster-version"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResources",source="flag"} 0',
       'tolerator_feature_gate_enabled{name="PodLevelResourcesFixKubeletQOSClass",source="cluster-version"} 0',
+      // 1.36: DRADeviceTaints beta and on by default, DRADeviceTaintRules beta and off.
+      'tolerator_feature_gate_enabled{name="DRADeviceTaints",source="cluster-version"} 1',
+      'tolerator_feature_gate_enabled{name="DRADeviceTaintRules",source="cluster-version"} 0',
     ]);
     source.stop();
   });

@@ -20,11 +20,27 @@ describe('the plugin registry, the one list of plugins', () => {
     );
     assert.deepEqual(
       built.mutating.map((plugin) => plugin.name),
-      ['DaemonSetTolerations', 'PodNodeSelector', 'DefaultTolerationSeconds', 'PodTolerationRestriction', 'DedicatedNodes'],
+      [
+        'DaemonSetTolerations',
+        'PodNodeSelector',
+        'DefaultTolerationSeconds',
+        'PodTolerationRestriction',
+        'DedicatedNodes',
+        'DeviceTolerationRestriction',
+      ],
     );
     assert.deepEqual(
       built.validating.map((plugin) => plugin.name),
-      ['PodNodeSelector', 'PodTolerationRestriction', 'DedicatedNodes', 'TolerationValidation', 'SchedulingWarnings'],
+      [
+        'PodNodeSelector',
+        'PodTolerationRestriction',
+        'DedicatedNodes',
+        'TolerationValidation',
+        'DeviceTolerationRestriction',
+        'DeviceTolerationValidation',
+        'DeviceTaintRuleSafety',
+        'SchedulingWarnings',
+      ],
     );
   });
 

@@ -121,6 +121,30 @@ function namespaces(): Namespace[] {
     },
     // PodNodeSelector: a node selector of a few labels, merged into every pod; the second
     // namespace also has a whitelist (podNodeSelectorWhitelist) of many labels.
+    // DeviceTolerationRestriction: 16 default device tolerations (the most allowed) and an allow-list.
+    {
+      apiVersion: 'v1',
+      kind: 'Namespace',
+      metadata: {
+        name: 'gpu-team',
+        labels: { 'kubernetes.io/metadata.name': 'gpu-team' },
+        annotations: {
+          'tolerator.dev/default-device-tolerations': JSON.stringify(
+            Array.from({ length: 16 }, (_, i) => ({
+              key: `example.com/drain-${i}`,
+              operator: 'Exists',
+              effect: 'NoExecute',
+              tolerationSeconds: 600,
+            })),
+          ),
+          'tolerator.dev/device-tolerations-whitelist': JSON.stringify([
+            { key: 'example.com/drain-0', operator: 'Exists' },
+            { operator: 'Exists', effect: 'NoExecute' },
+            ...Array.from({ length: 60 }, (_, i) => ({ key: `example.com/allowed-${i}`, operator: 'Exists' })),
+          ]),
+        },
+      },
+    },
     {
       apiVersion: 'v1',
       kind: 'Namespace',
@@ -214,9 +238,10 @@ function setup(name: string, large: boolean, facts: ClusterFacts, gates: Feature
 const allNamespaces = namespaces();
 const setups: readonly Setup[] = [
   setup('1 node', false, staticClusterFacts({ namespaces: allNamespaces, nodes: nodes(1) }), defaultFeatureGates),
-  setup('5,000 nodes, Gt/Lt gate on', true, staticClusterFacts({ namespaces: allNamespaces, nodes: nodes(5_000) }), {
+  setup('5,000 nodes, Gt/Lt gate on, DRADeviceTaints on', true, staticClusterFacts({ namespaces: allNamespaces, nodes: nodes(5_000) }), {
     ...defaultFeatureGates,
     TaintTolerationComparisonOperators: true,
+    DRADeviceTaints: true,
   }),
 ];
 
@@ -229,6 +254,22 @@ const podKind = { group: '', version: 'v1', kind: 'Pod' };
 const podResource = { group: '', version: 'v1', resource: 'pods' };
 const daemonSetKind = { group: 'apps', version: 'v1', kind: 'DaemonSet' };
 const daemonSetResource = { group: 'apps', version: 'v1', resource: 'daemonsets' };
+
+const claimKind = { group: 'resource.k8s.io', version: 'v1', kind: 'ResourceClaim' };
+const claimResource = { group: 'resource.k8s.io', version: 'v1', resource: 'resourceclaims' };
+
+/** A ResourceClaim CREATE in `gpu-team` whose one request holds `tolerations`. */
+function claimReview(tolerations: unknown[]): string {
+  const object = {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaim',
+    metadata: { name: 'gpu', namespace: 'gpu-team' },
+    spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.example.com', tolerations } }] } },
+  };
+  return review({ namespace: 'gpu-team', operation: 'CREATE', object })
+    .replaceAll(JSON.stringify(podKind), JSON.stringify(claimKind))
+    .replaceAll(JSON.stringify(podResource), JSON.stringify(claimResource));
+}
 
 interface ReviewInput {
   readonly namespace: string;
@@ -530,6 +571,25 @@ const shapes: readonly Shape[] = [
           tolerations: Array.from({ length: n }, (_, i) => ({ key: `example.com/allowed-${i % 60}`, operator: 'Equal', value: `v${i}` })),
         }),
       }),
+  },
+  {
+    name: 'a ResourceClaim with many device tolerations against 16 defaults and an allow-list (DeviceTolerationRestriction)',
+    n: 2_000,
+    build: (n) =>
+      claimReview(
+        Array.from({ length: n }, (_, i) => ({
+          key: `example.com/allowed-${i % 60}`,
+          operator: 'Equal',
+          value: `v${i}`,
+          effect: i % 2 === 0 ? 'NoExecute' : '',
+        })),
+      ),
+  },
+  {
+    name: 'a ResourceClaim with many invalid device tolerations (DeviceTolerationValidation)',
+    n: 2_000,
+    build: (n) =>
+      claimReview(Array.from({ length: n }, (_, i) => ({ key: `bad key ${i}`, operator: 'Gt', value: `${i}`, effect: 'Sometimes' }))),
   },
   {
     name: 'a tenant pod with many tolerations (the shipped label policy)',

@@ -1,0 +1,569 @@
+/**
+ * DRA device taints and tolerations (KEP-5055) on a real control plane, 1.36 and 1.37, with the
+ * shipped webhooks: no kubelet and no device, as upstream's own integration tests do it — a Node
+ * made Ready by hand, a ResourceSlice of a fake driver published by hand, a DeviceClass, claims and
+ * pods; the real kube-scheduler allocates the devices and the real device taint eviction
+ * controller (kube-controller-manager) evicts.
+ *
+ * 1. Validation, differential: for every claim and template of a corpus, the API server alone is
+ *    the reference (its own validation runs before any validating webhook, so it answers a bad
+ *    object without calling tolerator), and tolerator's verdict on the same object, asked as the
+ *    API server asks it, must be the API server's answer word for word: code, reason, message and
+ *    causes; what the API server admits, tolerator admits.
+ * 2. DeviceTaintRuleSafety through the API server: the shapes it refuses, and the None → NoExecute
+ *    dry run it requires, with the controller's own simulation in the rule's status.
+ * 3. Allocation and eviction: a NoSchedule taint in the slice keeps an untolerating claim's pod
+ *    unschedulable; an empty-effect toleration is allocated a NoExecute-tainted device and its pod
+ *    is evicted, while a NoExecute toleration keeps its pod.
+ *
+ * 1.35 has DRADeviceTaints alpha and off (the API server drops device tolerations): the suite skips
+ * there with one line.
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { Agent } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, it } from 'node:test';
+import { parseKubernetesVersion, type KubernetesVersion } from '../../src/api/feature-gate-history.js';
+import { findControlPlane, skipWithoutControlPlane } from '../cluster/binaries.js';
+import { createFakeNodes } from '../cluster/fake-node.js';
+import {
+  apiError,
+  asKubernetesObject,
+  createObject,
+  plain,
+  refusal,
+  startToleratorOnCluster,
+  type Manifest,
+  type ToleratorOnCluster,
+} from '../cluster/tolerator-on-cluster.js';
+import { callServe } from '../support/serve-process.js';
+
+function versionUnderTest(): KubernetesVersion | undefined {
+  const built = findControlPlane();
+  return typeof built === 'string' ? undefined : parseKubernetesVersion({ gitVersion: built.version });
+}
+
+const version = versionUnderTest();
+const skip =
+  skipWithoutControlPlane() ||
+  (version !== undefined && version.minor < 36
+    ? `Kubernetes 1.${version.minor} has DRADeviceTaints alpha and off (device tolerations are dropped): run with --version 1.36 or 1.37`
+    : false);
+
+/** DeviceTaintRule's version: v1beta2 (behind a beta API and gate, both off by default) in 1.36, v1 in 1.37. */
+const ruleApiVersion = version !== undefined && version.minor >= 37 ? 'resource.k8s.io/v1' : 'resource.k8s.io/v1beta2';
+const plane =
+  version !== undefined && version.minor >= 37
+    ? {}
+    : { featureGates: 'DRADeviceTaintRules=true', apiserverArgs: ['--runtime-config=resource.k8s.io/v1beta2=true'] };
+
+/**
+ * Whether kube-scheduler treats an omitted DeviceTaintRule selector as every device
+ * (kubernetes/kubernetes#141620): 1.35 and 1.36 (their tracker derefs a nil selector to the empty
+ * one), 1.37.0; v1.37.2 has the fix (#141998: a nil selector matches no slice), read in
+ * staging/src/k8s.io/dynamic-resource-allocation/resourceslice/tracker/tracker.go at both tags.
+ */
+const omittedSelectorBlocksAll = version !== undefined && version.minor <= 36;
+
+const namespace = 'gpu-team';
+const driver = 'gpu.example.com';
+const node = 'worker-0';
+const taintKey = 'example.com/maintenance';
+
+interface Verdict {
+  readonly allowed: boolean;
+  readonly warnings?: string[];
+  readonly status?: { code?: number; reason?: string; message?: string; details?: unknown };
+}
+
+function claim(name: string, tolerations: unknown[] | undefined, deviceName?: string): Manifest {
+  return {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaim',
+    metadata: { name, namespace },
+    spec: {
+      devices: {
+        requests: [
+          {
+            name: 'gpu',
+            exactly: {
+              deviceClassName: driver,
+              ...(deviceName === undefined
+                ? {}
+                : { selectors: [{ cel: { expression: `device.attributes["${driver}"].slot == "gpu-${deviceName}"` } }] }),
+              ...(tolerations === undefined ? {} : { tolerations }),
+            },
+          },
+        ],
+      },
+    },
+  };
+}
+
+function template(name: string, tolerations: unknown[], deviceClassName = driver): Manifest {
+  return {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceClaimTemplate',
+    metadata: { name, namespace },
+    spec: {
+      spec: {
+        devices: {
+          requests: [
+            { name: 'first', firstAvailable: [{ name: 'gpu', deviceClassName, tolerations }] },
+            { name: 'exact', exactly: { deviceClassName, tolerations } },
+          ],
+        },
+      },
+    },
+  };
+}
+
+function pod(name: string, claimName: string): Manifest {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace },
+    spec: {
+      resourceClaims: [{ name: 'gpu', resourceClaimName: claimName }],
+      containers: [{ name: 'app', image: 'registry.example/app:1', resources: { claims: [{ name: 'gpu' }] } }],
+      terminationGracePeriodSeconds: 0,
+    },
+  };
+}
+
+function slice(taints: Record<number, unknown[]>): Manifest {
+  return {
+    apiVersion: 'resource.k8s.io/v1',
+    kind: 'ResourceSlice',
+    metadata: { name: `${node}-gpus` },
+    spec: {
+      driver,
+      nodeName: node,
+      pool: { name: node, generation: 1, resourceSliceCount: 1 },
+      devices: [0, 1, 2, 3, 4, 5].map((index) => ({
+        name: `gpu-${index}`,
+        // A string attribute: client-node's serializer loses an `int` one (its model calls it `_int`).
+        attributes: { slot: { string: `gpu-${index}` } },
+        ...(taints[index] === undefined ? {} : { taints: taints[index] }),
+      })),
+    },
+  };
+}
+
+/** tolerator's validating verdict on `object`, asked as the API server asks it (an AdmissionReview posted to /validate). */
+async function validatingVerdict(cluster: ToleratorOnCluster, object: Manifest): Promise<Verdict> {
+  const served = cluster.tolerator();
+  assert.ok(served, 'tolerator is running');
+  const resource = {
+    group: 'resource.k8s.io',
+    version: 'v1',
+    resource: object.kind === 'ResourceClaim' ? 'resourceclaims' : 'resourceclaimtemplates',
+  };
+  const kind = { group: 'resource.k8s.io', version: 'v1', kind: object.kind };
+  const review = {
+    apiVersion: 'admission.k8s.io/v1',
+    kind: 'AdmissionReview',
+    request: {
+      uid: randomUUID(),
+      kind,
+      resource,
+      requestKind: kind,
+      requestResource: resource,
+      name: object.metadata.name,
+      namespace,
+      operation: 'CREATE',
+      userInfo: { username: 'admin', groups: ['system:masters', 'system:authenticated'] },
+      object,
+      oldObject: null,
+      dryRun: true,
+      options: null,
+    },
+  };
+  const agent = new Agent({ ca: cluster.serving.ca.cert });
+  const answer = await callServe(agent, served.port, '/validate', JSON.stringify(review));
+  agent.destroy();
+  assert.equal(answer.status, 200, answer.body);
+  return (JSON.parse(answer.body) as { response: Verdict }).response;
+}
+
+function seen(status: Verdict['status']): unknown {
+  return { code: status?.code, reason: status?.reason, message: status?.message, details: status?.details };
+}
+
+/** The object as the API server stores it after defaulting (a dry run): what a validating webhook receives. */
+async function asStored(
+  cluster: ToleratorOnCluster,
+  object: Manifest,
+): Promise<{ stored: Manifest; refused?: undefined } | { stored?: undefined; refused: ReturnType<typeof apiError> }> {
+  try {
+    return { stored: await createObject(cluster.objects, object, 'All') };
+  } catch (error) {
+    return { refused: apiError(error) };
+  }
+}
+
+async function readObject(
+  cluster: ToleratorOnCluster,
+  apiVersion: string,
+  kind: string,
+  name: string,
+  ns?: string,
+): Promise<Manifest | undefined> {
+  try {
+    return plain(
+      await cluster.objects.read({ apiVersion, kind, metadata: { name, ...(ns === undefined ? {} : { namespace: ns }) } }),
+    ) as Manifest;
+  } catch (error) {
+    if (apiError(error).code === 404) return undefined;
+    throw error;
+  }
+}
+
+async function until<T>(what: string, seconds: number, probe: () => Promise<T | undefined>): Promise<T> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${seconds} s`);
+    await sleep(500);
+  }
+}
+
+/** Deletion by the device taint eviction controller: a deletionTimestamp (no kubelet finishes it) or the pod gone. */
+async function evicted(cluster: ToleratorOnCluster, name: string): Promise<boolean> {
+  const current = await readObject(cluster, 'v1', 'Pod', name, namespace);
+  return current === undefined || (current.metadata as { deletionTimestamp?: string }).deletionTimestamp !== undefined;
+}
+
+/** The corpus, and which the API server refuses (`refused`): the test fails if it answers otherwise. */
+const corpus: { readonly name: string; readonly tolerations: unknown[]; readonly refused?: true }[] = [
+  { name: 'gt-operator', tolerations: [{ key: taintKey, operator: 'Gt', value: '1', effect: 'NoSchedule' }], refused: true },
+  { name: 'lower-case-operator', tolerations: [{ key: taintKey, operator: 'exists' }], refused: true },
+  { name: 'prefer-no-schedule', tolerations: [{ key: taintKey, operator: 'Exists', effect: 'PreferNoSchedule' }], refused: true },
+  { name: 'exists-with-value', tolerations: [{ key: taintKey, operator: 'Exists', value: 'x' }], refused: true },
+  { name: 'bad-key', tolerations: [{ key: 'bad key!', operator: 'Exists' }], refused: true },
+  { name: 'two-slashes', tolerations: [{ key: 'a/b/c', operator: 'Exists' }], refused: true },
+  { name: 'long-key', tolerations: [{ key: `example.com/${'k'.repeat(64)}`, operator: 'Exists' }], refused: true },
+  { name: 'bad-value', tolerations: [{ key: taintKey, operator: 'Equal', value: '-x-' }], refused: true },
+  { name: 'long-bad-value', tolerations: [{ key: taintKey, operator: 'Equal', value: `${'v'.repeat(64)}-` }], refused: true },
+  { name: 'everything-wrong', tolerations: [{ key: 'a/b/c', operator: 'Exists', value: 'x', effect: 'Sometimes' }], refused: true },
+  {
+    name: 'two-bad',
+    tolerations: [
+      { key: taintKey, operator: 'Lt', value: '1' },
+      { key: taintKey, operator: 'Exists', effect: 'NoExecute' },
+      { key: 'x y', operator: 'Equal', value: 'a b', effect: 'PreferNoSchedule' },
+    ],
+    refused: true,
+  },
+  // Admitted, although a pod toleration would not be:
+  { name: 'none-effect', tolerations: [{ key: taintKey, operator: 'Exists', effect: 'None' }] },
+  { name: 'empty-key-equal', tolerations: [{ operator: 'Equal', value: '', effect: 'NoSchedule' }] },
+  { name: 'seconds-without-noexecute', tolerations: [{ key: taintKey, operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: 5 }] },
+  { name: 'no-operator-defaults-to-equal', tolerations: [{ key: taintKey, value: 'x' }] },
+  {
+    name: 'seventeen-tolerations',
+    tolerations: Array.from({ length: 17 }, (_, i) => ({ key: `example.com/t${i}`, operator: 'Exists', effect: 'NoSchedule' })),
+  },
+  { name: 'empty-effect', tolerations: [{ key: taintKey, operator: 'Exists' }] },
+];
+
+describe('DRA device taints on a real control plane: validation, DeviceTaintRule safety, allocation and eviction', { skip }, () => {
+  let dir: string;
+  let cluster: ToleratorOnCluster;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'tolerator-e2e-devices-'));
+    cluster = await startToleratorOnCluster({ dir, plane: { ...plane, scheduler: true, controllerManager: true } });
+    await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
+    await createFakeNodes(cluster.objects, { [node]: {} });
+    await createObject(cluster.objects, {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'DeviceClass',
+      metadata: { name: driver },
+      spec: { selectors: [{ cel: { expression: `device.driver == "${driver}"` } }] },
+    });
+    // gpu-0 is tainted NoSchedule in the slice; gpu-1..3 are where the eviction cases land.
+    await createObject(cluster.objects, slice({ 0: [{ key: taintKey, value: 'slice', effect: 'NoSchedule' }] }));
+  });
+
+  after(async () => {
+    await (cluster as ToleratorOnCluster | undefined)?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  describe('validation: the API server alone is the reference', () => {
+    for (const kind of ['ResourceClaim', 'ResourceClaimTemplate'] as const) {
+      for (const row of corpus) {
+        it(`${kind} ${row.name}: tolerator answers as the API server does`, async () => {
+          const object = kind === 'ResourceClaim' ? claim(row.name, row.tolerations) : template(row.name, row.tolerations);
+          const { stored, refused } = await asStored(cluster, object);
+          assert.equal(refused !== undefined, row.refused === true, `the API server ${refused === undefined ? 'admitted' : 'refused'} it`);
+          if (refused !== undefined) {
+            assert.equal(refused.code, 422, JSON.stringify(refused.status));
+            // The API server refused it itself: tolerator, asked about the same object, must say the same.
+            const verdict = await validatingVerdict(cluster, object);
+            assert.equal(verdict.allowed, false);
+            assert.deepEqual(seen(verdict.status), seen(refused.status as Verdict['status']));
+          } else {
+            // Admitted by the API server (and, in this dry run, by the shipped webhooks): tolerator admits
+            // the object the API server stored, as its webhook received it.
+            const verdict = await validatingVerdict(cluster, stored);
+            assert.equal(verdict.allowed, true, JSON.stringify(verdict.status));
+          }
+        });
+      }
+    }
+
+    it('17 tolerations in one request are admitted: the documented limit of 16 is not enforced', async () => {
+      const many = corpus.find((row) => row.name === 'seventeen-tolerations')!;
+      const { stored, refused } = await asStored(cluster, claim('seventeen', many.tolerations));
+      assert.ok(stored !== undefined, JSON.stringify(refused));
+      const requests = (stored.spec as { devices: { requests: { exactly: { tolerations: unknown[] } }[] } }).devices.requests;
+      assert.equal(requests[0]!.exactly.tolerations.length, 17);
+    });
+
+    it('an omitted operator is defaulted to Equal before any webhook sees it', async () => {
+      const { stored, refused } = await asStored(cluster, claim('defaulted', [{ key: taintKey, value: 'x' }]));
+      assert.ok(stored !== undefined, JSON.stringify(refused));
+      const requests = (stored.spec as { devices: { requests: { exactly: { tolerations: { operator?: string }[] } }[] } }).devices.requests;
+      assert.equal(requests[0]!.exactly.tolerations[0]!.operator, 'Equal');
+    });
+
+    it('a claim created through the API server reaches the validating webhook, and an empty effect earns its warning there', async () => {
+      await createObject(cluster.objects, claim('reviewed', [{ key: taintKey, operator: 'Exists' }]));
+      assert.ok((await cluster.reviewedSides('reviewed', 'CREATE')).includes('validate'));
+      const verdict = await validatingVerdict(cluster, claim('reviewed-2', [{ key: taintKey, operator: 'Exists' }]));
+      assert.equal(verdict.allowed, true);
+      assert.match(verdict.warnings?.[0] ?? '', /honours only effect NoExecute/);
+    });
+  });
+
+  describe('DeviceTolerationRestriction: defaults and the allow-list of a namespace', () => {
+    const defaulted = 'ml-team';
+    const grace = { key: taintKey, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 600 };
+    before(async () => {
+      await createObject(cluster.objects, {
+        apiVersion: 'v1',
+        kind: 'Namespace',
+        metadata: {
+          name: defaulted,
+          annotations: {
+            'tolerator.dev/default-device-tolerations': JSON.stringify([grace]),
+            'tolerator.dev/device-tolerations-whitelist': JSON.stringify([
+              { key: taintKey, operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 3600 },
+            ]),
+          },
+        },
+      });
+    });
+
+    it('a template gets the default; the claim the resourceclaim controller makes from it for a pod carries it exactly once', async () => {
+      // A class no device has: the resourceclaim controller makes the claim when the pod is created,
+      // and the pod then stays unscheduled, leaving the GPUs to the tests below.
+      const stored = await createObject(cluster.objects, {
+        ...template('one-gpu', [], 'none.example.com'),
+        metadata: { name: 'one-gpu', namespace: defaulted },
+      });
+      const requests = (
+        stored.spec as {
+          spec: { devices: { requests: { firstAvailable?: { tolerations?: unknown[] }[]; exactly?: { tolerations?: unknown[] } }[] } };
+        }
+      ).spec.devices.requests;
+      assert.deepEqual(requests[0]!.firstAvailable![0]!.tolerations, [grace]);
+      assert.deepEqual(requests[1]!.exactly!.tolerations, [grace]);
+      await createObject(cluster.objects, {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name: 'from-template', namespace: defaulted },
+        spec: {
+          resourceClaims: [{ name: 'gpu', resourceClaimTemplateName: 'one-gpu' }],
+          containers: [{ name: 'app', image: 'registry.example/app:1', resources: { claims: [{ name: 'gpu' }] } }],
+        },
+      });
+      const claimName = await until('the resourceclaim controller makes the claim', 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'from-template', defaulted);
+        return (current?.status as { resourceClaimStatuses?: { resourceClaimName?: string }[] } | undefined)?.resourceClaimStatuses?.[0]
+          ?.resourceClaimName;
+      });
+      const made = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', claimName, defaulted))!;
+      const made0 = (made.spec as { devices: { requests: { exactly?: { tolerations?: unknown[] } }[] } }).devices.requests[1]!;
+      assert.deepEqual(made0.exactly!.tolerations, [grace]);
+    });
+
+    it('a claim with a device toleration outside the allow-list is refused by the validating webhook', async () => {
+      const outside = {
+        ...claim('outside', [{ key: 'example.com/other', operator: 'Exists', effect: 'NoExecute' }]),
+        metadata: { name: 'outside', namespace: defaulted },
+      };
+      const { code, status } = await refusal(createObject(cluster.objects, outside, 'All'));
+      assert.equal(code, 403);
+      assert.match(
+        status.message ?? '',
+        /admission webhook "validate\.tolerator\.dev" denied the request: spec\.devices\.requests\[0\]\.exactly\.tolerations: device tolerations conflict with the allow-list of namespace "ml-team"/,
+      );
+    });
+  });
+
+  describe('DeviceTaintRuleSafety through the API server', () => {
+    const rule = (
+      name: string,
+      selector: Record<string, string> | undefined,
+      effect: string,
+      annotations?: Record<string, string>,
+    ): Manifest => ({
+      apiVersion: ruleApiVersion,
+      kind: 'DeviceTaintRule',
+      metadata: { name, ...(annotations === undefined ? {} : { annotations }) },
+      spec: { ...(selector === undefined ? {} : { deviceSelector: selector }), taint: { key: taintKey, value: 'rule', effect } },
+    });
+
+    it('an omitted deviceSelector with NoSchedule is refused with the scheduler bug named', async () => {
+      const { code, status } = await refusal(createObject(cluster.objects, rule('omitted', undefined, 'NoSchedule'), 'All'));
+      assert.equal(code, 403);
+      assert.match(status.message ?? '', /admission webhook "devicetaintrules\.validate\.tolerator\.dev" denied the request: .*#141620/);
+    });
+
+    it('deviceSelector: {} with NoExecute is refused', async () => {
+      const { code, status } = await refusal(createObject(cluster.objects, rule('everything', {}, 'NoExecute'), 'All'));
+      assert.equal(code, 403);
+      assert.match(status.message ?? '', /spec\.deviceSelector is empty with effect NoExecute/);
+    });
+
+    it('a NoExecute rule created directly is refused; its None dry run is admitted', async () => {
+      const { code } = await refusal(
+        createObject(cluster.objects, rule('direct', { driver, pool: node, device: 'gpu-5' }, 'NoExecute'), 'All'),
+      );
+      assert.equal(code, 403);
+      await createObject(cluster.objects, rule('dry-run', { driver, pool: node, device: 'gpu-5' }, 'None'), 'All');
+    });
+  });
+
+  describe('allocation by kube-scheduler and eviction by the device taint eviction controller', () => {
+    it('a NoSchedule device taint in the slice: an untolerating claim is not allocated that device, a tolerating one is', async () => {
+      await createObject(cluster.objects, claim('untolerating', undefined, '0'));
+      await createObject(cluster.objects, claim('tolerating', [{ key: taintKey, operator: 'Exists', effect: 'NoSchedule' }], '0'));
+      await createObject(cluster.objects, pod('untolerating', 'untolerating'));
+      await createObject(cluster.objects, pod('tolerating', 'tolerating'));
+      const bound = await until('the tolerating pod is bound', 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'tolerating', namespace);
+        return (current?.spec as { nodeName?: string } | undefined)?.nodeName === node ? current : undefined;
+      });
+      assert.ok(bound);
+      const allocated = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'tolerating', namespace))!;
+      const results = (allocated.status as { allocation: { devices: { results: { device: string; tolerations?: unknown[] }[] } } })
+        .allocation.devices.results;
+      assert.equal(results[0]!.device, 'gpu-0');
+      assert.deepEqual(results[0]!.tolerations, [{ key: taintKey, operator: 'Exists', effect: 'NoSchedule' }]);
+      const untolerating = (await readObject(cluster, 'v1', 'Pod', 'untolerating', namespace))!;
+      assert.equal((untolerating.spec as { nodeName?: string }).nodeName, undefined);
+      const conditions = (untolerating.status as { conditions?: { type: string; reason?: string; message?: string }[] }).conditions ?? [];
+      assert.match(conditions.find((c) => c.type === 'PodScheduled')?.message ?? '', /cannot allocate all claims/);
+    });
+
+    it(`an omitted deviceSelector (kubernetes/kubernetes#141620): admitted while tolerator is down (failurePolicy Ignore), and on ${version === undefined ? '?' : `1.${version.minor}`} it ${omittedSelectorBlocksAll ? 'blocks allocation of every device' : 'matches no device, as documented'}`, async () => {
+      // tolerator down: the DeviceTaintRule webhook fails open, so the rule tolerator refuses goes in.
+      await cluster.stopTolerator();
+      try {
+        await createObject(cluster.objects, {
+          apiVersion: ruleApiVersion,
+          kind: 'DeviceTaintRule',
+          metadata: { name: 'omitted-selector' },
+          spec: { taint: { key: 'example.com/omitted', effect: 'NoSchedule' } },
+        });
+      } finally {
+        await cluster.startTolerator();
+      }
+      await createObject(cluster.objects, claim('after-omitted', undefined, '3'));
+      await until('the webhooks answer again', 60, async () => {
+        try {
+          return await createObject(cluster.objects, pod('after-omitted', 'after-omitted'));
+        } catch {
+          return undefined;
+        }
+      });
+      const outcome = await until('the scheduler decides', 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'after-omitted', namespace);
+        if ((current?.spec as { nodeName?: string } | undefined)?.nodeName === node) return 'bound';
+        const conditions = (current?.status as { conditions?: { type: string; message?: string }[] } | undefined)?.conditions ?? [];
+        return /cannot allocate all claims/.test(conditions.find((c) => c.type === 'PodScheduled')?.message ?? '')
+          ? 'unschedulable'
+          : undefined;
+      });
+      assert.equal(outcome, omittedSelectorBlocksAll ? 'unschedulable' : 'bound');
+      await cluster.objects.delete(
+        asKubernetesObject({ apiVersion: ruleApiVersion, kind: 'DeviceTaintRule', metadata: { name: 'omitted-selector' } }),
+      );
+      await cluster.objects.delete(
+        asKubernetesObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'after-omitted', namespace } }),
+        undefined,
+        undefined,
+        0,
+      );
+    });
+
+    it('None → NoExecute after the dry run: an empty-effect toleration is evicted, a NoExecute one stays', async () => {
+      // The pods of the first test go (no kubelet: force-deleted), so only these two use the pool's devices.
+      for (const name of ['tolerating', 'untolerating']) {
+        await cluster.objects.delete(
+          asKubernetesObject({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace } }),
+          undefined,
+          undefined,
+          0,
+        );
+      }
+      const selector = { driver, pool: node };
+      // gpu-1 for a claim that tolerates with an empty effect, gpu-2 for one that tolerates NoExecute. No taint applies yet.
+      await createObject(cluster.objects, claim('empty-effect', [{ key: taintKey, operator: 'Exists' }], '1'));
+      await createObject(cluster.objects, claim('no-execute', [{ key: taintKey, operator: 'Exists', effect: 'NoExecute' }], '2'));
+      await createObject(cluster.objects, pod('empty-effect', 'empty-effect'));
+      await createObject(cluster.objects, pod('no-execute', 'no-execute'));
+      for (const name of ['empty-effect', 'no-execute']) {
+        await until(`${name} is bound`, 60, async () => {
+          const current = await readObject(cluster, 'v1', 'Pod', name, namespace);
+          return (current?.spec as { nodeName?: string } | undefined)?.nodeName === node ? true : undefined;
+        });
+      }
+
+      await createObject(cluster.objects, {
+        apiVersion: ruleApiVersion,
+        kind: 'DeviceTaintRule',
+        metadata: { name: 'drain-gpu-1' },
+        spec: { deviceSelector: selector, taint: { key: taintKey, effect: 'None' } },
+      });
+      const simulated = await until('the controller writes its simulation of the None rule', 60, async () => {
+        const current = await readObject(cluster, ruleApiVersion, 'DeviceTaintRule', 'drain-gpu-1');
+        const generation = (current?.metadata as { generation?: number } | undefined)?.generation;
+        const conditions = (
+          current?.status as { conditions?: { type: string; reason?: string; message?: string; observedGeneration?: number }[] } | undefined
+        )?.conditions;
+        const condition = conditions?.find((c) => c.type === 'EvictionInProgress' && c.observedGeneration === generation);
+        return condition === undefined ? undefined : { current: current!, condition };
+      });
+      assert.equal(simulated.condition.reason, 'NoEffect');
+      // The controller's own simulation counts the empty-effect pod, and only it.
+      assert.match(simulated.condition.message ?? '', /\b1 pod would be evicted/);
+
+      // The switch, with the selector unchanged: admitted by DeviceTaintRuleSafety.
+      const switched = structuredClone(simulated.current) as Manifest & { spec: { taint: { effect: string } } };
+      switched.spec.taint.effect = 'NoExecute';
+      await cluster.objects.replace(asKubernetesObject(switched));
+
+      await until('the empty-effect pod is evicted', 60, async () => ((await evicted(cluster, 'empty-effect')) ? true : undefined));
+      const conditions =
+        (
+          (await readObject(cluster, 'v1', 'Pod', 'empty-effect', namespace))?.status as
+            { conditions?: { type: string; reason?: string }[] } | undefined
+        )?.conditions ?? [];
+      const disruption = conditions.find((c) => c.type === 'DisruptionTarget');
+      if (disruption !== undefined) assert.equal(disruption.reason, 'DeletionByDeviceTaintManager');
+      // The NoExecute toleration (no tolerationSeconds) is honoured: that pod stays.
+      await sleep(5_000);
+      assert.equal(await evicted(cluster, 'no-execute'), false);
+    });
+  });
+});
