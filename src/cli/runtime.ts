@@ -27,7 +27,13 @@ export interface Tenancy {
 }
 
 /** Loads `--policies DIR` and keeps it current; a broken reload keeps the last good set. */
-export function startTenancy(dir: string | undefined, logger: Logger, metrics: Metrics | undefined, watchForChanges: boolean): Tenancy {
+export function startTenancy(
+  dir: string | undefined,
+  logger: Logger,
+  metrics: Metrics | undefined,
+  watchForChanges: boolean,
+  logPolicyCautions = true,
+): Tenancy {
   if (dir === undefined) {
     return { current: () => emptyPolicySet, healthy: () => true, close: () => undefined };
   }
@@ -37,7 +43,7 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
   let healthy = true;
   metrics?.policiesLoaded.set(current.policies.length);
   logger.info({ dir, policies: current.policies.map((policy) => policy.name) }, 'tenancy policies loaded');
-  logCautions(logger, dir, current);
+  if (logPolicyCautions) logCautions(logger, dir, current);
   if (!watchForChanges) {
     return { current: () => current, healthy: () => healthy, close: () => undefined };
   }
@@ -106,13 +112,16 @@ export function offlineClusterFacts(
 export function offlinePipeline(
   settings: AdmissionSettings,
   io: Pick<CommandIo, 'readFile' | 'log'>,
-): { pipeline: Pipeline; policies: () => PolicySet } {
+  options: { readonly printsCautions?: boolean } = {},
+): { pipeline: Pipeline; policies: () => PolicySet; clusterFacts: ClusterFacts } {
   const logger = io.log();
   const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
     logger.warn({ source: settings.clusterStateFile }, warning);
   });
-  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
-  return { pipeline: pipelineFor(settings, clusterFacts, tenancy.current), policies: tenancy.current };
+  // A command that prints the policies' cautions itself (`explain`) would show each twice if the
+  // log said them too: once on stdout, once as a warning on stderr.
+  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false, options.printsCautions !== true);
+  return { pipeline: pipelineFor(settings, clusterFacts, tenancy.current), policies: tenancy.current, clusterFacts };
 }
 
 /** A policy that loads but lets tenants decide for themselves is served, and said so in the log, each time it loads. */
