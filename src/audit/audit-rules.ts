@@ -373,6 +373,11 @@ export type AuditRuleName = (typeof rules)[number]['name'];
 /** Every rule name, in report order. */
 export const auditRuleNames: readonly AuditRuleName[] = rules.map((rule) => rule.name);
 
+/** The rules that judge tenancy: they find nothing without TenancyPolicies, whatever the pods. */
+export const tenancyRuleNames: readonly AuditRuleName[] = rules
+  .filter((rule) => (rule.plugins as readonly string[]).includes('DedicatedNodes'))
+  .map((rule) => rule.name);
+
 /** Whether a name is one of the rules (for flags and report parsing). */
 export function isAuditRuleName(name: string): name is AuditRuleName {
   return (auditRuleNames as readonly string[]).includes(name);
