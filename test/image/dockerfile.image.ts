@@ -1,4 +1,4 @@
-// `npm run test:image`: the Dockerfile, unchanged, built here (tools/image/build.sh: the base image
+// `npm run test:image` (suffix .image.ts: never swept into test:unit): the Dockerfile, unchanged, built here (tools/image/build.sh: the base image
 // made from Debian's packages and the npm registry's Node.js, since no container registry can be
 // pulled from), then run with podman as deploy/ runs it: its own non-root user, a read-only root
 // file system, no capabilities, the serving certificate and the policies mounted read-only. It
