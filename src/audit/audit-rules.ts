@@ -430,6 +430,12 @@ export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknow
   return violations;
 }
 
+/** The rules that judge tenancy: they find nothing without TenancyPolicies, whatever the pods. */
+export const tenancyRuleNames: readonly AuditRuleName[] = [
+  ...rules.filter((rule) => (rule.plugins as readonly string[]).includes('DedicatedNodes')).map((rule) => rule.name),
+  ...nodeSideRuleNames,
+];
+
 /** Whether a name is one of the rules (for flags and report parsing). */
 export function isAuditRuleName(name: string): name is AuditRuleName {
   return (auditRuleNames as readonly string[]).includes(name);

@@ -17,7 +17,7 @@
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditNodeSide, auditRuleNames, isAuditRuleName, type AuditRuleName } from '../audit/audit-rules.js';
+import { auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRuleNames, type AuditRuleName } from '../audit/audit-rules.js';
 import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
@@ -208,6 +208,15 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
       workloadOfPod.set(key, await workloadOf(key.slice(0, slash), key.slice(slash + 1), controller, source.readController));
     }
     workloads = groupByWorkload(result.violations, workloadOfPod);
+  }
+  // Without policies the tenancy rules find nothing, so "No violations" would say nothing about a
+  // pod that tolerates every group's taint: say that tenancy was not checked, and how to check it.
+  const tenancyRules = tenancyRuleNames.filter((name) => rules === undefined || rules.has(name));
+  if (admission.policiesDir === undefined && settings.enabled.has('DedicatedNodes') && tenancyRules.length > 0) {
+    io.stderr(
+      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes and NodePools only against TenancyPolicies. ` +
+        'Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n',
+    );
   }
   io.stdout(
     output === 'yaml'

@@ -11,6 +11,7 @@ import { denialStatus } from '../admission/status.js';
 import { describeRequirement } from '../api/node-selector-text.js';
 import { podFromTemplate } from '../api/pod-template.js';
 import { resourceKindOf, type ResourceKind } from '../api/resource-kinds.js';
+import { notReviewedByShippedWebhooks } from '../api/shipped-webhook-scope.js';
 import { isJsonObject, type JsonObject, type NodeSelectorRequirement, type Toleration } from '../api/types.js';
 import { terminalSafe } from '../audit/audit-summary.js';
 import { offlineAttributes } from '../plugins/admission-request.js';
@@ -183,7 +184,25 @@ export interface Explanation {
   readonly group?: string;
   readonly allowed: boolean;
   readonly deniedBy?: string;
+  /** Why the shipped webhook configurations never send this pod to tolerator; then there are no steps. */
+  readonly notReviewed?: string;
   readonly steps: readonly ExplainedStep[];
+}
+
+/**
+ * The explanation of a pod the shipped webhooks never send (src/api/shipped-webhook-scope.ts):
+ * what tolerator's plugins would do is beside the point, since they never run on it.
+ */
+export function notReviewedExplanation(entry: ExplainEntry, why: string): Explanation {
+  const { attributes } = entry.review;
+  return {
+    kind: entry.kind.kind,
+    namespace: attributes.namespace,
+    name: entry.kind.kind === 'Pod' ? attributes.name : entry.workload,
+    allowed: true,
+    notReviewed: why,
+    steps: [],
+  };
 }
 
 export async function explainEntry(pipeline: Pipeline, entry: ExplainEntry): Promise<Explanation> {
@@ -219,6 +238,11 @@ export function explanationLines(explanation: Explanation): string[] {
     explanation.kind === 'Pod'
       ? [`Pod ${explanation.namespace}/${explanation.name === '' ? '(generated name)' : explanation.name}`]
       : [`${explanation.kind} ${explanation.namespace}/${explanation.name}: the pods it creates`];
+  if (explanation.notReviewed !== undefined) {
+    lines.push(`  not reviewed: ${explanation.notReviewed}; tolerator never sees this pod and changes nothing`);
+    lines.push("  result: allowed, unchanged by tolerator (the API server's own admission plugins still apply)");
+    return lines;
+  }
   lines.push(
     explanation.group === undefined
       ? `  namespace ${explanation.namespace}: no node group`
@@ -267,14 +291,14 @@ export const explainCommand: CommandDefinition = {
   flags: explainFlags,
   outcomes: { ok: 'every pod is allowed', found: 'a pod is denied' },
   details:
-    'A document that is neither a Pod nor a workload (a Namespace, a ConfigMap, a Service) is skipped with a note on stderr, so `kubectl kustomize DIR | tolerator explain -` reads a whole install.',
+    'A document that is neither a Pod nor a workload (a Namespace, a ConfigMap, a Service) is skipped with a note on stderr, so `kubectl kustomize DIR | tolerator explain -` reads a whole install. A pod the shipped webhook configurations never send (kube-system, kube-node-lease, tolerator-system, or a namespace labelled tolerator.dev/ignore=true in --cluster-state) is explained as not reviewed.',
   run: explain,
 };
 
 async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const settings = readAdmissionSettings(flags);
   const output = (flags.values.get('output') as 'text' | 'json' | 'yaml' | undefined) ?? 'text';
-  const { pipeline, policies } = offlinePipeline(settings, io);
+  const { pipeline, policies, clusterFacts } = offlinePipeline(settings, io, { printsCautions: true });
   const cautions = policyCautionLines(policies());
   if (output === 'text') {
     for (const line of cautions) io.stdout(`${terminalSafe(line)}\n\n`);
@@ -298,7 +322,9 @@ async function explain(flags: ParsedFlags, io: CommandIo): Promise<number> {
   if (entries.length === 0) throw new UsageError('no Pod or workload with a pod template in the input');
   const explanations: Explanation[] = [];
   for (const entry of entries) {
-    const explanation = await explainEntry(pipeline, entry);
+    const namespace = entry.review.attributes.namespace;
+    const why = notReviewedByShippedWebhooks(namespace, (await clusterFacts.getNamespace(namespace))?.metadata.labels);
+    const explanation = why === undefined ? await explainEntry(pipeline, entry) : notReviewedExplanation(entry, why);
     explanations.push(explanation);
     // The lines quote the manifest: its control characters are written escaped (terminalSafe).
     if (output === 'text') io.stdout(`${explanationLines(explanation).map(terminalSafe).join('\n')}\n\n`);

@@ -5,6 +5,7 @@
  */
 import { stringify } from 'yaml';
 import type { WebhookSide } from '../admission/pipeline.js';
+import { AdmissionError } from '../admission/errors.js';
 import { runReview } from '../admission/run-review.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
@@ -58,7 +59,9 @@ async function review(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const { pipeline } = offlinePipeline(settings, io);
   const input = readReviewInput(flags.positionals[0], io);
   const output = (flags.values.get('output') as ReviewOutput | undefined) ?? 'review';
-  const { response, decision, parsed } = await runReview(pipeline, input, sides);
+  const { response, decision, parsed } = await runReview(pipeline, input, sides).catch((error: unknown) => {
+    throw withManifestHint(error, input);
+  });
   const object = parsed.attributes.object;
   if ((output === 'patch' || output === 'object') && !decision.allowed) {
     io.stderr(`tolerator review: denied: ${response.response.status?.message ?? ''}\n`);
@@ -86,6 +89,19 @@ export function reviewSides(raw: string | undefined): readonly WebhookSide[] {
   if (raw === undefined) return ['mutate', 'validate'];
   if (raw === 'mutate' || raw === 'validate') return [raw];
   throw new UsageError(`--webhook must be mutate or validate, got ${JSON.stringify(raw)}`);
+}
+
+/**
+ * `review` reads an AdmissionReview, as the API server sends it. A person who hands it a manifest
+ * (YAML, or a Pod as JSON) gets the parse error and the command that reads manifests: `explain`.
+ */
+function withManifestHint(error: unknown, input: Uint8Array): unknown {
+  if (!(error instanceof AdmissionError) || (error.code !== 'MalformedJSON' && error.code !== 'NotAdmissionReview')) return error;
+  const manifest = /^\s*(apiVersion|kind|metadata)\s*:/m.test(Buffer.from(input.subarray(0, 4096)).toString('utf8'));
+  if (error.code === 'MalformedJSON' && !manifest) return error;
+  return new UsageError(
+    `${error.message}\n  review reads an AdmissionReview (JSON, as the API server sends it). For a Pod or workload manifest, YAML or JSON, run: tolerator explain FILE`,
+  );
 }
 
 function readReviewInput(path: string | undefined, io: CommandIo): Uint8Array {

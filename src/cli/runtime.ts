@@ -41,11 +41,14 @@ export function offlineClusterFacts(
 export function offlinePipeline(
   settings: AdmissionSettings,
   io: Pick<CommandIo, 'readFile' | 'log'>,
-): { pipeline: Pipeline; policies: () => PolicySet } {
+  options: { readonly printsCautions?: boolean } = {},
+): { pipeline: Pipeline; policies: () => PolicySet; clusterFacts: ClusterFacts } {
   const logger = io.log();
   const clusterFacts = offlineClusterFacts(settings.clusterStateFile, io.readFile, (warning) => {
     logger.warn({ source: settings.clusterStateFile }, warning);
   });
-  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false);
-  return { pipeline: pipelineFor(settings, clusterFacts, tenancy.current), policies: tenancy.current };
+  // A command that prints the policies' cautions itself (`explain`) would show each twice if the
+  // log said them too: once on stdout, once as a warning on stderr.
+  const tenancy = startTenancy(settings.policiesDir, logger, undefined, false, options.printsCautions !== true);
+  return { pipeline: pipelineFor(settings, clusterFacts, tenancy.current), policies: tenancy.current, clusterFacts };
 }

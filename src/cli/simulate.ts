@@ -21,6 +21,7 @@ import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { Pipeline } from '../admission/pipeline.js';
 import { staticClusterFacts } from '../kube/cluster-state-file.js';
 import type { PluginName } from '../plugins/plugin.js';
+import { comparisonGateNote, describeTaint } from '../scheduling/noexecute-eviction.js';
 import { evaluatePlacements, type Placement } from '../scheduling/placement.js';
 import { emptyPolicySet, type PolicySet } from '../tenancy/policy-set.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
@@ -176,7 +177,25 @@ async function judge(
     }
     pod = run.object;
   }
-  return { pod: subject.label, nodes: evaluatePlacements(pod, nodes, gates, { running }) };
+  const placements = evaluatePlacements(pod, nodes, gates, { running });
+  return { pod: subject.label, nodes: placements.map((placement, index) => withGateNotes(placement, pod, nodes[index], gates)) };
+}
+
+/**
+ * Each "taint T is not tolerated" reason followed by why, when it is the comparison-operator
+ * gate: a Gt/Lt toleration written for T counts only with TaintTolerationComparisonOperators on.
+ */
+function withGateNotes(placement: Placement, pod: Pod, node: Node | undefined, gates: FeatureGates): Placement {
+  const tolerations = pod.spec?.tolerations ?? [];
+  const notes = (node?.spec?.taints ?? [])
+    .map((taint) => ({ prefix: `taint ${describeTaint(taint)} is not tolerated`, note: comparisonGateNote(tolerations, taint, gates) }))
+    .filter((entry) => entry.note !== '');
+  if (notes.length === 0) return placement;
+  const reasons = placement.reasons.map((reason) => {
+    const found = notes.find((entry) => reason === entry.prefix || reason.startsWith(`${entry.prefix}:`));
+    return found === undefined ? reason : `${found.prefix}${found.note}${reason.slice(found.prefix.length)}`;
+  });
+  return { ...placement, reasons };
 }
 
 /** Every pod a file describes: Pods as they are, workloads as the pod their template makes. */

@@ -33,6 +33,25 @@ export function describeTaint(taint: Taint): string {
   return `${taint.key}${value}:${taint.effect}`;
 }
 
+/**
+ * When the TaintTolerationComparisonOperators gate is off and a `Gt`/`Lt` toleration of the pod
+ * would tolerate `taint` with it on, the words that say so: a person reading "not tolerated" next
+ * to a toleration written for that very taint needs to know it is the gate, not the value. Empty
+ * otherwise. (With the gate off, upstream's ToleratesTaint treats Gt/Lt as matching nothing.)
+ * Not part of a placement's reasons, which are compared with the server's scheduling warnings
+ * word for word: `simulate` adds it where it prints them.
+ */
+export function comparisonGateNote(tolerations: readonly Toleration[], taint: Taint, gates: ComparisonOperatorGate): string {
+  if (gates.TaintTolerationComparisonOperators) return '';
+  const on = { TaintTolerationComparisonOperators: true };
+  const index = tolerations.findIndex(
+    (toleration) => (toleration.operator === 'Gt' || toleration.operator === 'Lt') && toleratesTaint(toleration, taint, on),
+  );
+  if (index === -1) return '';
+  const operator = tolerations[index]?.operator ?? '';
+  return ` (the ${operator} toleration spec.tolerations[${index}] would tolerate it with feature gate TaintTolerationComparisonOperators on, and it is off: pass --feature-gates TaintTolerationComparisonOperators=true if your API server has it on)`;
+}
+
 export function noExecuteOutcome(
   tolerations: readonly Toleration[],
   taints: readonly Taint[],

@@ -115,6 +115,14 @@ interface Slot {
 const defaultWorkerUrl = new URL(`./review-worker${extname(fileURLToPath(import.meta.url))}`, import.meta.url);
 
 /**
+ * The release's single executable carries one file, its bundle: the worker's entry is not a file
+ * beside it. Its bundler (tools/release/release.ts) bundles the worker too and puts that code
+ * here, which the executable's workers run as an eval'd script (it needs only node's built-in
+ * modules). Undefined everywhere else.
+ */
+declare const TOLERATOR_REVIEW_WORKER_SOURCE: string | undefined;
+
+/**
  * A worker that will not start (its code fails to load) is restarted after 1 s, doubling to 30 s:
  * meanwhile the large reviews wait in the queue until their deadline (500), and the log says why.
  */
@@ -466,6 +474,9 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
  * once built (dist/, the image), the entry is plain JavaScript.
  */
 function createWorker(url: URL, options: WorkerOptions): Worker {
+  if (url === defaultWorkerUrl && typeof TOLERATOR_REVIEW_WORKER_SOURCE === 'string') {
+    return new Worker(TOLERATOR_REVIEW_WORKER_SOURCE, { ...options, eval: true });
+  }
   if (url.pathname.endsWith('.ts')) {
     const tsx = import.meta.resolve('tsx/esm/api');
     const code = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(url.href)}); });`;

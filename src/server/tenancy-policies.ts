@@ -17,7 +17,13 @@ export interface Tenancy {
 }
 
 /** Loads `--policies DIR` and keeps it current; a broken reload keeps the last good set. */
-export function startTenancy(dir: string | undefined, logger: Logger, metrics: Metrics | undefined, watchForChanges: boolean): Tenancy {
+export function startTenancy(
+  dir: string | undefined,
+  logger: Logger,
+  metrics: Metrics | undefined,
+  watchForChanges: boolean,
+  logPolicyCautions = true,
+): Tenancy {
   if (dir === undefined) {
     return { current: () => emptyPolicySet, healthy: () => true, close: () => undefined };
   }
@@ -27,7 +33,7 @@ export function startTenancy(dir: string | undefined, logger: Logger, metrics: M
   let healthy = true;
   metrics?.policiesLoaded.set(current.policies.length);
   logger.info({ dir, policies: current.policies.map((policy) => policy.name) }, 'tenancy policies loaded');
-  logCautions(logger, dir, current);
+  if (logPolicyCautions) logCautions(logger, dir, current);
   if (!watchForChanges) {
     return { current: () => current, healthy: () => healthy, close: () => undefined };
   }

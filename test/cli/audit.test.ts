@@ -344,7 +344,7 @@ describe('tolerator audit: filters, summary, -o yaml and --group-by workload', (
 
   it('-o json: a summary by namespace with the violations and the pods that passed', async () => {
     const { code, stdout, stderr } = await audit(['--cluster-state', stateFile, '-o', 'json'], files);
-    assert.equal(stderr, '');
+    assert.match(stderr, /^tolerator audit: note: tenancy was not checked \(no --policies\)/);
     assert.equal(code, 1);
     const output = JSON.parse(stdout) as Output;
     assert.deepEqual(output.summary.byNamespace, [
@@ -526,5 +526,42 @@ describe('tolerator audit --cluster-state FILE with Nodes and Karpenter NodePool
   it('-n NAMESPACE audits one namespace of pods, not the cluster-scoped Nodes and NodePools', async () => {
     const { code } = await run('-n', 'pci-apps');
     assert.equal(code, 0);
+  });
+});
+
+describe('audit without --policies says tenancy was not checked', () => {
+  // A pod that tolerates every group's taint: the tenancy rules would find it, given the policies.
+  const pod = storedPod({
+    namespace: 'shared',
+    name: 'everywhere',
+    node: 'plain',
+    burstable: false,
+    tolerations: [
+      { operator: 'Exists' },
+      { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+      { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
+    ],
+  });
+  const files = { [stateFile]: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, pod] }) };
+  const note =
+    'tolerator audit: note: tenancy was not checked (no --policies): unknown-node, foreign-node, outside-group, missing-pair, foreign-toleration, node-pattern, nodepool-pattern judge pods, Nodes and NodePools only against TenancyPolicies. Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n';
+
+  it('no --policies: "No violations" on stdout, and the note naming the unchecked rules and --policies on stderr', async () => {
+    const result = await audit(['--cluster-state', stateFile], files);
+    assert.deepEqual(result, { code: 0, stdout: 'No violations in 1 pods audited.\n', stderr: note });
+  });
+
+  it('with --policies the same pod is a violation and there is no note', async () => {
+    const result = await audit(['--cluster-state', stateFile, '--policies', policiesDir, '-o', 'json'], files);
+    assert.equal(result.code, 1);
+    assert.equal(result.stderr, '');
+    assert.ok((JSON.parse(result.stdout) as JsonOutput).violations.some((violation) => violation.rule === 'foreign-toleration'));
+  });
+
+  it('no note when no tenancy rule was asked for (--rule) or DedicatedNodes is disabled', async () => {
+    const onlyDefaults = await audit(['--cluster-state', stateFile, '--rule', 'missing-memory-pressure'], files);
+    assert.equal(onlyDefaults.stderr, '');
+    const disabled = await audit(['--cluster-state', stateFile, '--disable-plugins', 'DedicatedNodes'], files);
+    assert.equal(disabled.stderr, '');
   });
 });

@@ -1,9 +1,12 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, it } from 'node:test';
-import { describeChange, explainManifest, policyCautionLines, reviewsFromManifests } from '../../src/cli/explain.js';
+import { describeChange, explainCommand, explainManifest, policyCautionLines, reviewsFromManifests } from '../../src/cli/explain.js';
 import { createPolicySet } from '../../src/tenancy/policy-set.js';
 import { compilePolicy, labelPolicySpec } from '../tenancy/tenancy-fixtures.js';
+import { runCommand } from '../support/command-io.js';
 import { pipelineFromArgs } from '../support/harness.js';
 
 const tenancyArgs = ['--policies=policies', '--cluster-state=test/fixtures/config/tenancy-cluster.yaml'];
@@ -125,5 +128,67 @@ describe('tolerator explain shows the cautions of the loaded policies', () => {
     assert.deepEqual(describeChange({ op: 'add', path: '/spec/template/spec/nodeSelector/example.com~1a~0b', value: 'x' }), [
       '+ nodeSelector example.com/a~b=x',
     ]);
+  });
+});
+
+describe('explain says a kube-system pod is not reviewed by the shipped webhooks', () => {
+  const burstable = (namespace: string): string =>
+    `apiVersion: v1\nkind: Pod\nmetadata: { name: p, namespace: ${namespace} }\nspec: { containers: [{ name: c, image: x, resources: { requests: { cpu: 100m } } }] }\n`;
+
+  for (const namespace of ['kube-system', 'kube-node-lease', 'tolerator-system']) {
+    it(`${namespace}: not reviewed, no memory-pressure or any other change`, async () => {
+      const { code, stdout } = await runCommand(explainCommand, ['pod.yaml'], { 'pod.yaml': burstable(namespace) });
+      assert.equal(code, 0);
+      const lines = stdout.trimEnd().split('\n');
+      assert.equal(lines[0], `Pod ${namespace}/p`);
+      assert.match(
+        lines[1] ?? '',
+        new RegExp(`^ {2}not reviewed: the shipped webhook configurations exclude namespace ${namespace} \\(namespaceSelector`),
+      );
+      assert.equal(lines.at(-1), "  result: allowed, unchanged by tolerator (the API server's own admission plugins still apply)");
+      assert.ok(!stdout.includes('memory-pressure'), stdout);
+    });
+  }
+
+  it('a namespace labelled tolerator.dev/ignore=true in --cluster-state is not reviewed; the same namespace without the label is', async () => {
+    const state = (labels: string): string => `apiVersion: v1\nkind: Namespace\nmetadata: { name: batch, labels: { ${labels} } }\n`;
+    const optedOut = await runCommand(explainCommand, ['--cluster-state=state.yaml', '-o', 'json', 'pod.yaml'], {
+      'pod.yaml': burstable('batch'),
+      'state.yaml': state('tolerator.dev/ignore: "true"'),
+    });
+    const [explanation] = JSON.parse(optedOut.stdout) as { notReviewed?: string; steps: unknown[] }[];
+    assert.match(explanation?.notReviewed ?? '', /labelled tolerator\.dev\/ignore=true/);
+    assert.deepEqual(explanation?.steps, []);
+    const reviewed = await runCommand(explainCommand, ['--cluster-state=state.yaml', 'pod.yaml'], {
+      'pod.yaml': burstable('batch'),
+      'state.yaml': state('team: a'),
+    });
+    assert.ok(reviewed.stdout.includes('+ toleration node.kubernetes.io/memory-pressure Exists (NoSchedule)'), reviewed.stdout);
+  });
+});
+
+describe("explain prints the prefix policy's caution once", () => {
+  it('each caution of policies/dedicated-by-namespace-prefix.yaml appears once in all the output, stdout and stderr together', () => {
+    const result = spawnSync(
+      process.execPath,
+      [
+        '--enable-experimental-regexp-engine-on-excessive-backtracks',
+        '--import',
+        'tsx',
+        'src/main.ts',
+        'explain',
+        '--policies=policies',
+        'examples/tenant-deployment.yaml',
+      ],
+      { cwd: join(import.meta.dirname, '..', '..'), encoding: 'utf8', timeout: 60_000 },
+    );
+    const all = `${result.stdout}\n${result.stderr}`;
+    for (const field of ['spec.group', 'spec.infrastructure']) {
+      // In the log's JSON the policy's name is quoted as \"…\": count both spellings.
+      const said = all
+        .split(/dedicated-by-namespace-prefix\\?" /)
+        .filter((rest) => rest.startsWith(`${field} reads namespaceObject.metadata.name`)).length;
+      assert.equal(said, 1, `${field}: ${all}`);
+    }
   });
 });

@@ -95,3 +95,30 @@ describe('tolerator review', () => {
     );
   });
 });
+
+describe('review given YAML points at explain', () => {
+  const hint = 'For a Pod or workload manifest, YAML or JSON, run: tolerator explain FILE';
+
+  it('a YAML Pod manifest: exit 2, the parse error, and the explain command', () => {
+    const result = tolerator(
+      ['review', '-'],
+      'apiVersion: v1\nkind: Pod\nmetadata: { name: web }\nspec: { containers: [{ name: c, image: x }] }\n',
+    );
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /^tolerator review: request body is not valid JSON: /);
+    assert.ok(result.stderr.includes(hint), result.stderr);
+  });
+
+  it('a Pod as JSON: exit 2, the kind it got, and the explain command', () => {
+    const result = tolerator(['review', '-'], '{"apiVersion":"v1","kind":"Pod"}');
+    assert.equal(result.status, 2);
+    assert.match(result.stderr, /kind must be "AdmissionReview", got "Pod"/);
+    assert.ok(result.stderr.includes(hint), result.stderr);
+  });
+
+  it('bytes that are neither JSON nor a manifest get the parse error alone', () => {
+    const result = tolerator(['review', '-'], 'garbage{');
+    assert.equal(result.status, 2);
+    assert.ok(!result.stderr.includes('explain'), result.stderr);
+  });
+});

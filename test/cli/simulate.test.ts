@@ -205,3 +205,40 @@ describe('tolerator simulate exit codes', () => {
     assert.equal(stderr, 'tolerator simulate: Pod/nowhere fits none of the 6 nodes\n');
   });
 });
+
+describe('simulate names the TaintTolerationComparisonOperators gate when a Gt toleration is not tolerated because the gate is off', () => {
+  const pod =
+    'apiVersion: v1\nkind: Pod\nmetadata: { name: counts }\nspec:\n  tolerations: [{ key: gpu-count, operator: Gt, value: "2", effect: NoSchedule }, { key: lease, operator: Lt, value: "9", effect: NoExecute }]\n  containers: [{ name: c, image: x }]\n';
+  const nodes =
+    'apiVersion: v1\nkind: Node\nmetadata: { name: n1 }\nspec:\n  taints: [{ key: gpu-count, value: "4", effect: NoSchedule }, { key: lease, value: "3", effect: NoExecute }]\n';
+  const gateNote = (index: number, operator: string): string =>
+    ` (the ${operator} toleration spec.tolerations[${index}] would tolerate it with feature gate TaintTolerationComparisonOperators on, and it is off: pass --feature-gates TaintTolerationComparisonOperators=true if your API server has it on)`;
+
+  it('gate off: the NoSchedule and the NoExecute reason each name the gate and the toleration', async () => {
+    const { stdout, code } = await simulate(['--nodes', 'nodes.yaml', '-o', 'json', 'pod.yaml'], { 'pod.yaml': pod, 'nodes.yaml': nodes });
+    assert.equal(code, 1);
+    const all = JSON.parse(stdout) as PodReport[];
+    assert.deepEqual(placement(all, 'Pod/counts', 'n1').reasons, [
+      `taint gpu-count=4:NoSchedule is not tolerated${gateNote(0, 'Gt')}`,
+      `taint lease=3:NoExecute is not tolerated${gateNote(1, 'Lt')}: evicted at once`,
+    ]);
+  });
+
+  it('gate on: tolerated, no reason', async () => {
+    const { code, stdout } = await simulate(['--nodes', 'nodes.yaml', gateOn, '-o', 'json', 'pod.yaml'], {
+      'pod.yaml': pod,
+      'nodes.yaml': nodes,
+    });
+    assert.equal(code, 0);
+    assert.deepEqual(placement(JSON.parse(stdout) as PodReport[], 'Pod/counts', 'n1').reasons, []);
+  });
+
+  it('a taint no toleration of the pod is written for says nothing of the gate', async () => {
+    const other = nodes.replaceAll('gpu-count', 'zone').replaceAll('lease', 'maint');
+    const { stdout } = await simulate(['--nodes', 'nodes.yaml', '-o', 'json', 'pod.yaml'], { 'pod.yaml': pod, 'nodes.yaml': other });
+    assert.deepEqual(placement(JSON.parse(stdout) as PodReport[], 'Pod/counts', 'n1').reasons, [
+      'taint zone=4:NoSchedule is not tolerated',
+      'taint maint=3:NoExecute is not tolerated: evicted at once',
+    ]);
+  });
+});

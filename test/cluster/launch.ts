@@ -4,7 +4,8 @@
  * [--scheduler] [--controller-manager]`: a loopback control plane in the foreground, for trying
  * tolerator on a real API server. Flag names and meanings are kube-apiserver's own. It writes
  * DIR/kubeconfig (cluster-admin), links the binaries and the matching kubectl into DIR/bin/,
- * writes DIR/ready once /readyz answers (and DIR/pids, one process it started a line), and on SIGTERM or SIGINT stops every process it started
+ * writes DIR/ready once /readyz answers (and DIR/pids, one process it started a line), and on SIGTERM or SIGINT, or when
+ * the npm that ran it exits (`kill` of a backgrounded `npm run control-plane`), stops every process it started
  * and exits 0. Exit 2 for a usage error, 1 when a component fails to start (its log's end is
  * printed).
  */
@@ -13,6 +14,7 @@ import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DEFAULT_MINOR } from './binaries.js';
 import { startControlPlane } from './control-plane.js';
+import { watchParents } from './parent-watch.js';
 
 const usage = `usage: npm run control-plane -- --dir DIR [--version 1.35] [--enable-admission-plugins A,B]
   [--disable-admission-plugins C] [--admission-control-config-file FILE] [--feature-gates K=V,...]
@@ -79,15 +81,17 @@ async function main(argv: readonly string[]): Promise<number> {
   );
   console.log(`control plane ${plane.version} ready at ${plane.server}`);
   console.log(`  export KUBECONFIG=${plane.kubeconfig}; PATH=${dir}/bin:$PATH   (Ctrl-C stops it)`);
-  const signal = await new Promise<NodeJS.Signals>((done) => {
+  const reason = await new Promise<string>((done) => {
     process.once('SIGTERM', () => {
       done('SIGTERM');
     });
     process.once('SIGINT', () => {
       done('SIGINT');
     });
+    // `kill` of a backgrounded `npm run control-plane` reaches npm, not this process (parent-watch.ts).
+    watchParents(done);
   });
-  console.log(`control plane: ${signal}, stopping ${plane.pids().length} processes`);
+  console.log(`control plane: ${reason}, stopping ${plane.pids().length} processes`);
   await plane.stop();
   return 0;
 }

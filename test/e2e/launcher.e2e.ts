@@ -105,4 +105,31 @@ describe('npm run control-plane', { skip }, () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it('killing the PID of a backgrounded npm run control-plane leaves no etcd, kube-apiserver, scheduler or controller-manager running', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'tolerator-launcher-'));
+    let pids: readonly number[] = [];
+    // As a person runs it: `npm run control-plane -- --dir DIR ... &`, then `kill $!` (SIGTERM to npm alone).
+    const npm = spawn('npm', ['run', '--silent', 'control-plane', '--', '--dir', dir, '--scheduler', '--controller-manager'], {
+      cwd: REPO_ROOT,
+      stdio: ['ignore', 'ignore', 'ignore'],
+    });
+    try {
+      const deadline = Date.now() + 120_000;
+      while (!existsSync(join(dir, 'pids')) && npm.exitCode === null && Date.now() < deadline) await sleep(200);
+      pids = readFileSync(join(dir, 'pids'), 'utf8').trim().split('\n').map(Number);
+      assert.equal(pids.length, 4, 'etcd, kube-apiserver, kube-scheduler, kube-controller-manager');
+      npm.kill('SIGTERM');
+      await once(npm, 'exit');
+      // The launcher polls its parents every 500 ms, then stops each component (SIGTERM, 10 s at most each).
+      await pollUntil('the components to be gone after npm was killed', () => Promise.resolve(pids.some(running) ? undefined : true), {
+        timeoutMs: 60_000,
+        describe: () => `still running: ${pids.filter(running).join(', ')}`,
+      });
+    } finally {
+      if (npm.exitCode === null) npm.kill('SIGKILL');
+      for (const pid of pids.filter(running)) process.kill(pid, 'SIGKILL');
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 });

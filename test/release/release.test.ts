@@ -4,12 +4,15 @@
 // on two busy cores, so it is `npm run test:release`, not part of `npm test` (docs/testing.md).
 import { describe, it, before } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
+import { Agent } from 'node:https';
 import { join } from 'node:path';
 import { parse } from 'yaml';
+import { pollUntil } from '../cluster/poll.js';
 import { ROOT } from '../support/rendered-manifests.js';
+import { callServe } from '../support/serve-process.js';
 
 const OUT = join(ROOT, 'release');
 const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
@@ -86,5 +89,41 @@ describe('npm run release', { skip }, () => {
     const fromSources = spawnSync(process.execPath, ['--import', 'tsx', 'src/main.ts', 'review', review], { cwd: ROOT, encoding: 'utf8' });
     assert.equal(fromExecutable.status, 0, fromExecutable.stderr);
     assert.equal(fromExecutable.stdout, fromSources.stdout);
+  });
+
+  it("the single executable's serve runs its review workers: a review over 64 KiB is answered, without --review-workers 0", async () => {
+    const executable = join(OUT, `tolerator-${version}-linux-x64`);
+    const child = spawn(executable, ['serve', '--port', '0', '--bind-address', '127.0.0.1', '--review-workers', '1'], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    try {
+      const port = await pollUntil('the executable to serve', () => {
+        const serving = stdout
+          .split('\n')
+          .filter((line) => line.startsWith('{'))
+          .map((line) => JSON.parse(line) as { msg?: string; port?: number })
+          .find((entry) => entry.msg === 'tolerator serving');
+        return Promise.resolve(serving?.port);
+      });
+      // A body over the 64 KiB that the main thread decides itself goes to a worker.
+      const review = JSON.parse(readFileSync(join(ROOT, 'examples', 'review-burstable-pod.json'), 'utf8')) as {
+        request: { object: { metadata: { annotations?: Record<string, string> } } };
+      };
+      review.request.object.metadata.annotations = { 'example.com/padding': 'x'.repeat(100 * 1024) };
+      const agent = new Agent({ rejectUnauthorized: false });
+      const answer = await callServe(agent, port, '/mutate', JSON.stringify(review));
+      agent.destroy();
+      assert.equal(answer.status, 200, `${answer.body}\n${stdout}\n${stderr}`);
+      const response = (JSON.parse(answer.body) as { response: { allowed: boolean; patch?: string } }).response;
+      assert.equal(response.allowed, true);
+      assert.ok(response.patch !== undefined, 'the defaults are added');
+      assert.doesNotMatch(`${stdout}${stderr}`, /Cannot find module/);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

@@ -59,6 +59,30 @@ async function main(argv: readonly string[]): Promise<void> {
     throw new Error(`the single executable is built for linux-x64 from this node binary; this is ${process.platform}-${process.arch}`);
   }
   const bundle = join(WORK, 'tolerator.cjs');
+  const define = {
+    'import.meta.url': '__toleratorFileUrl',
+    'import.meta.dirname': '__dirname',
+    TOLERATOR_BUILD: JSON.stringify({ version, revision: rev }),
+  };
+  const banner = { js: 'const __toleratorFileUrl = require("node:url").pathToFileURL(__filename).href;' };
+  // The review worker (src/server/review-pool.ts) is an entry of its own: bundled the same way,
+  // kept in memory, and carried inside the main bundle as a string its workers evaluate, so
+  // `serve` from the executable runs its review workers like the image does.
+  const worker = await build({
+    entryPoints: [join(ROOT, 'src', 'server', 'review-worker.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    write: false,
+    define,
+    banner,
+    logOverride: { 'empty-import-meta': 'silent' },
+    logLevel: 'warning',
+    legalComments: 'none',
+  });
+  const workerSource = worker.outputFiles[0]?.text;
+  if (workerSource === undefined) throw new Error('esbuild wrote no review worker bundle');
   await build({
     entryPoints: [join(ROOT, 'tools', 'release', 'sea-entry.ts')],
     bundle: true,
@@ -66,15 +90,9 @@ async function main(argv: readonly string[]): Promise<void> {
     format: 'cjs',
     target: 'node20',
     outfile: bundle,
-    // In CommonJS there is no import.meta: each use becomes the executable's own file URL. The
-    // review worker (src/server/review-pool.ts) is a file of its own the executable does not
-    // carry, so `serve` from it runs with --review-workers 0 (docs/install.md).
-    define: {
-      'import.meta.url': '__toleratorFileUrl',
-      'import.meta.dirname': '__dirname',
-      TOLERATOR_BUILD: JSON.stringify({ version, revision: rev }),
-    },
-    banner: { js: 'const __toleratorFileUrl = require("node:url").pathToFileURL(__filename).href;' },
+    // In CommonJS there is no import.meta: each use becomes the executable's own file URL.
+    define: { ...define, TOLERATOR_REVIEW_WORKER_SOURCE: JSON.stringify(workerSource) },
+    banner,
     // The one other import.meta use resolves tsx for a .ts worker, which never runs from the bundle.
     logOverride: { 'empty-import-meta': 'silent' },
     logLevel: 'warning',
