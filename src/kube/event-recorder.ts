@@ -112,6 +112,8 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
   };
 
   async function pump(): Promise<void> {
+    // Begun on a later turn of the event loop: record() returns having done nothing but book-keeping.
+    await new Promise((resolve) => setImmediate(resolve));
     for (let write = queue.shift(); write !== undefined && !stopping.signal.aborted; write = queue.shift()) {
       await send(write);
       if (queue.size > 0) await sleep(1000 / pace.writesPerSecond);
@@ -161,16 +163,14 @@ export function createEventRecorder(options: EventRecorderOptions): EventRecorde
 
   const sleep = (ms: number): Promise<void> =>
     new Promise((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      timer.unref();
-      stopping.signal.addEventListener(
-        'abort',
-        () => {
-          clearTimeout(timer);
-          resolve();
-        },
-        { once: true },
-      );
+      const done = (): void => {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      // Not unref'd: at most 1/writesPerSecond, and stop() ends it.
+      const timer = setTimeout(done, ms);
+      stopping.signal.addEventListener('abort', done, { once: true });
     });
 
   const seriesTimer = setInterval(() => {
