@@ -6,8 +6,9 @@
  *
  * The conventions are the policy engines' a platform team already reads: Kyverno's reason
  * `PolicyViolation` (pkg/event/reason.go), for a blocked request and for a background scan's
- * finding alike, type Warning; the action tells the two apart (`Denied`, `Audited`), as Kyverno's
- * actions do (`Resource Blocked`) and Gatekeeper's reasons do (`FailedAdmission`, `AuditViolation`).
+ * finding alike, type Warning; the action tells the two apart (`Denied`, or the audit rule broken),
+ * as Kyverno's actions do (`Resource Blocked`) and Gatekeeper's reasons do (`FailedAdmission`,
+ * `AuditViolation`).
  * One reason means one field selector (`reason=PolicyViolation`) finds every engine's.
  *
  * The bounds are kube-apiserver's own validation of an Event (pkg/apis/core/validation/events.go,
@@ -46,7 +47,8 @@ export interface EventIntent {
   readonly regarding: ObjectReference;
   readonly type: 'Warning';
   readonly reason: string;
-  readonly action: 'Denied' | 'Audited';
+  /** `Denied` for a denial; for an audit finding, the rule it breaks (see auditEventFor). */
+  readonly action: string;
   readonly note: string;
   readonly reportingController: string;
 }
@@ -118,7 +120,14 @@ export function admissionEventFor(
   };
 }
 
-/** The audit's Event for one finding: regarding the pod, Node or NodePool it names. */
+/**
+ * The audit's Event for one finding: regarding the pod, Node or NodePool it names. Its action is
+ * the rule broken (`foreign-toleration`, …): events.k8s.io folds Events with the same type,
+ * action, reason, controller and object into one series whatever their notes, and a pod that
+ * breaks two rules has two findings, which must not read as one finding seen twice (found on the
+ * API server: a pod admitted while its namespace opted out broke two rules, and showed as one
+ * Event of count 2 with the first rule's note).
+ */
 export function auditEventFor(violation: AuditViolation): EventIntent | undefined {
   if (!isName(violation.name) || (violation.namespace !== '' && !isName(violation.namespace))) return undefined;
   const regarding: ObjectReference =
@@ -131,7 +140,7 @@ export function auditEventFor(violation: AuditViolation): EventIntent | undefine
     regarding,
     type: 'Warning',
     reason: eventReason,
-    action: 'Audited',
+    action: violation.rule,
     note: clipToBytes(`${violation.rule}: ${violation.message}`, noteMaxBytes),
     reportingController: auditController,
   };

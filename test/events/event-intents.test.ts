@@ -131,12 +131,12 @@ describe("the audit's Events", () => {
     policy: 'p',
   };
 
-  it('one finding: an Event regarding the pod, action Audited, the rule and message as its note', () => {
+  it('one finding: an Event regarding the pod, its rule as the action (two rules broken are two Events, not a series), the rule and message as its note', () => {
     assert.deepEqual(auditEventFor(violation), {
       regarding: { apiVersion: 'v1', kind: 'Pod', namespace: 'team-a', name: 'web-1' },
       type: 'Warning',
       reason: 'PolicyViolation',
-      action: 'Audited',
+      action: 'foreign-toleration',
       note: 'foreign-toleration: tolerates the taint of group b',
       reportingController: auditController,
     });
