@@ -181,6 +181,7 @@ function stringAt(object: JsonObject, field: 'uid'): string | undefined {
   return typeof value === 'string' && value !== '' && value.length <= 128 ? value : undefined;
 }
 
+/** A DNS-1123 subdomain; a string over its 253 characters is refused before it is scanned. */
 function isName(value: string): boolean {
-  return value !== '' && isDNS1123Subdomain(value).length === 0;
+  return value !== '' && value.length <= 253 && isDNS1123Subdomain(value).length === 0;
 }

@@ -79,6 +79,8 @@ interface Bucket {
 export class EventThrottle {
   private readonly buckets = new Map<string, Bucket>();
   private readonly series = new Map<string, SeriesEntry>();
+  /** Series replaced by a new Event of the same key before due() wrote their last count (at most `keys`). */
+  private finished: SeriesEntry[] = [];
 
   constructor(
     private readonly limits: EventLimits,
@@ -95,6 +97,9 @@ export class EventThrottle {
       existing.count += 1;
       existing.lastObservedMs = nowMs;
       return existing.count === 2 ? { kind: 'series', entry: existing } : { kind: 'counted' };
+    }
+    if (existing !== undefined && existing.count > existing.writtenCount && this.finished.length < this.limits.keys) {
+      this.finished.push(existing);
     }
     if (!this.take(spamKey(intent), nowMs)) return { kind: 'throttled' };
     const entry: SeriesEntry = {
@@ -123,7 +128,8 @@ export class EventThrottle {
    * A finished series, and an Event that had no repeat, is forgotten.
    */
   due(nowMs: number): SeriesEntry[] {
-    const writes: SeriesEntry[] = [];
+    const writes: SeriesEntry[] = this.finished;
+    this.finished = [];
     for (const [key, entry] of this.series) {
       const finished = nowMs - entry.lastObservedMs >= this.limits.seriesWindowMs;
       if (finished) this.series.delete(key);

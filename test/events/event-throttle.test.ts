@@ -67,6 +67,17 @@ describe('series (client-go tools/events: a repeat within 6 minutes is counted, 
     assert.equal(t.offer(denial('web'), 'admission', 'team-a', 200 * minute).kind, 'create');
   });
 
+  it('a series that ends and is followed by a new Event before it was written still has its last count written', () => {
+    const t = throttle();
+    for (let i = 0; i < 5; i++) t.offer(denial('web'), 'admission', 'team-a', i * 1000);
+    assert.equal(t.offer(denial('web'), 'admission', 'team-a', 4000 + eventLimits.seriesWindowMs).kind, 'create');
+    const due = t.due(4000 + eventLimits.seriesWindowMs);
+    assert.deepEqual(
+      due.map((entry) => entry.count),
+      [5],
+    );
+  });
+
   it('a series that keeps growing is written every 30 minutes', () => {
     const t = throttle();
     for (let at = 0; at <= 31 * minute; at += minute) t.offer(denial('web'), 'admission', 'team-a', at);
