@@ -28,7 +28,6 @@ import {
   type EventSource,
   type SeriesEntry,
 } from '../events/event-throttle.js';
-import type { Metrics } from '../http/metrics.js';
 import { describeFailure, type ApiRequest } from './api-requests.js';
 
 export interface EventPace {
@@ -53,7 +52,8 @@ export interface EventRecorderOptions {
   readonly request: ApiRequest;
   /** This replica (client-go: the controller's name and the host name), at most 128 characters. */
   readonly reportingInstance: string;
-  readonly metrics: Pick<Metrics, 'events'>;
+  /** tolerator_events_total (src/http/metrics.ts, which src/kube does not import: the composition root passes it). */
+  readonly metrics: { readonly events: { inc(labels: { source: string; outcome: string }, value?: number): void } };
   readonly logger: Pick<Logger, 'warn'>;
   /** Milliseconds since the epoch: eventTime, series times and the token buckets. */
   readonly now?: () => number;

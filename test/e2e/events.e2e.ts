@@ -73,7 +73,7 @@ describe('Kubernetes Events of serve --emit-events, on the API server', { skip }
   const tolerators = (list: readonly StoredEvent[]): StoredEvent[] =>
     list.filter((e) => e.reportingController?.startsWith('tolerator.dev/'));
   const merge = async (object: Record<string, unknown>): Promise<void> => {
-    await cluster.objects.patch(object as k8s.KubernetesObject, undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch);
+    await cluster.objects.patch(object, undefined, undefined, undefined, undefined, k8s.PatchStrategy.MergePatch);
   };
 
   before(async () => {

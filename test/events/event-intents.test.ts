@@ -53,7 +53,7 @@ describe('which denials become an Event', () => {
       ['v1', 'PodTemplate'],
     ];
     for (const [apiVersion, kind] of kinds) {
-      const event = admissionEventFor(attributesOf({ apiVersion, kind, metadata: { name: 'w' } } as JsonObject), denied);
+      const event = admissionEventFor(attributesOf({ apiVersion, kind, metadata: { name: 'w' } }), denied);
       assert.deepEqual(event?.regarding, { apiVersion, kind, namespace: 'team-a', name: 'w' }, `${kind}`);
     }
   });

@@ -55,7 +55,7 @@ describe('the webhook app and the Events of --emit-events', () => {
     assert.equal((JSON.parse(withEvents) as { response: { allowed: boolean } }).response.allowed, false);
     assert.equal(recorded.length, 1);
     assert.deepEqual(recorded[0]?.regarding, { apiVersion: 'apps/v1', kind: 'Deployment', namespace: 'shop', name: 'gauge' });
-    assert.equal(recorded[0]?.note, (JSON.parse(withEvents) as { response: { status: { message: string } } }).response.status.message);
+    assert.equal(recorded[0].note, (JSON.parse(withEvents) as { response: { status: { message: string } } }).response.status.message);
   });
 
   it('the same denial as a dry run: denied alike, and no Event', async () => {

@@ -31,7 +31,11 @@ function fakeApi(status = 201): { request: ApiRequest; sent: Sent[]; hold: () =>
     const answer: ApiResponse = { status, body: status >= 400 ? { kind: 'Status', message: 'events.events.k8s.io is forbidden' } : {} };
     if (held === undefined) return Promise.resolve(answer);
     const waiting = held;
-    return new Promise((resolve) => waiting.push(() => resolve(answer)));
+    return new Promise((resolve) => {
+      waiting.push(() => {
+        resolve(answer);
+      });
+    });
   };
   return {
     request,
@@ -128,7 +132,7 @@ describe('the Event writer', () => {
     const name = (api.sent[0]?.body as { metadata: { name: string } }).metadata.name;
     assert.equal(api.sent[1]?.path, `/apis/events.k8s.io/v1/namespaces/team-a/events/${name}`);
     // Written after all three were recorded: the patch carries the count at the time it is sent.
-    assert.equal((api.sent[1]?.body as { series: { count: number } }).series.count, 3);
+    assert.equal((api.sent[1].body as { series: { count: number } }).series.count, 3);
     assert.equal(await counted(metrics, 'repeated'), 2);
     await recorder.stop();
   });
