@@ -31,6 +31,9 @@ import type { AdmissionAttributes, Denial, PluginContext, ValidationOutcome } fr
 
 /** Audit annotation keys (the API server prefixes each with `<webhook name>/`). */
 export const deviceAuditKeys = {
+  /** The same keys as DedicatedNodes' for a pod, so that `explain` and the audit log read the group alike. */
+  policy: 'dedicated-nodes-policy',
+  group: 'dedicated-nodes-group',
   decision: 'dedicated-devices-decision',
   infrastructure: 'dedicated-devices-infrastructure',
 } as const;
@@ -117,8 +120,10 @@ function judgeClaim(
     const deny = groups.conflict.some(({ policy }) => policy.enforcement === 'Deny');
     return deny ? { denial: forbidden(message, target.kind, object, attributes) } : { warnings: [`DedicatedNodes: ${message}`] };
   }
+  let member: { policy: TenancyPolicy; group: string } | undefined;
   for (const { policy, group: ownGroup } of groups.memberships) {
     if (!policies.includes(policy)) continue;
+    if (ownGroup !== '') member ??= { policy, group: ownGroup };
     const foreign = foreignDeviceTolerations(lists, policy, ownGroup);
     if (foreign.length === 0) continue;
     if (evaluator.infrastructure(policy)) {
@@ -130,6 +135,7 @@ function judgeClaim(
   }
   const outcome = decide(violations, target.kind, object, attributes);
   const auditAnnotations: Record<string, string> = {
+    ...(member === undefined ? {} : { [deviceAuditKeys.policy]: member.policy.name, [deviceAuditKeys.group]: member.group }),
     [deviceAuditKeys.decision]: outcome.denial !== undefined ? 'denied' : outcome.warnings !== undefined ? 'warned' : 'allowed',
   };
   if (infrastructureUses.length > 0) {
@@ -151,8 +157,8 @@ function judgeRule(policies: readonly TenancyPolicy[], attributes: AdmissionAttr
     const reach = deviceTaintRuleReach(object, deviceTaint);
     if (reach.length === 0) continue;
     const author =
-      user === undefined
-        ? 'no requester is known (offline)'
+      user === undefined || user.username === ''
+        ? 'its requester is unknown (a review made up offline has none)'
         : `${JSON.stringify(clipText(user.username, 253))} is in none of the platform groups (${[
             'system:masters',
             ...deviceTaint.platformGroups,
