@@ -712,6 +712,28 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
       await createObject(cluster.objects, rule('regroup', deviceGroupKey), 'All');
     });
 
+    it("a pod reaches only the claims of its own namespace: another namespace's pod naming the claim waits for a claim of that name in its own", async () => {
+      // gpu-team has no group and worker-0 takes its pods, so only the claim can keep this pod off a node.
+      await createObject(cluster.objects, pod('borrower', 'own-gpu'));
+      const message = await until('the scheduler gives up on the claim', 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'borrower', namespace);
+        assert.equal((current?.spec as { nodeName?: string } | undefined)?.nodeName, undefined);
+        const conditions = (current?.status as { conditions?: { type: string; message?: string }[] } | undefined)?.conditions ?? [];
+        return conditions.find((c) => c.type === 'PodScheduled')?.message;
+      });
+      assert.match(message, /resourceclaim "own-gpu" not found/);
+    });
+
+    it('pods of one namespace share a claim: a second team-a pod is given the same GPU, and status.reservedFor holds both', async () => {
+      await createObject(cluster.objects, { ...pod('own-gpu-2', 'own-gpu'), metadata: { name: 'own-gpu-2', namespace: 'team-a' } });
+      const reserved = await until('the claim is reserved for both pods', 60, async () => {
+        const current = await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', 'team-a');
+        const consumers = (current?.status as { reservedFor?: { name: string }[] } | undefined)?.reservedFor ?? [];
+        return consumers.length === 2 ? consumers.map((consumer) => consumer.name).sort() : undefined;
+      });
+      assert.deepEqual(reserved, ['own-gpu', 'own-gpu-2']);
+    });
+
     it("the audit reports an allocated claim whose namespace is now another group's: foreign-device-toleration", async () => {
       const ns = (await readObject(cluster, 'v1', 'Namespace', 'team-a'))!;
       await cluster.objects.replace(asKubernetesObject({ ...ns, metadata: { ...ns.metadata, labels: { dedicated: 'b' } } }));
