@@ -115,7 +115,9 @@ describe("audit rule foreign-device-toleration: an allocated claim that tolerate
 
 describe('tolerator audit reports allocated claims in its table, JSON and PolicyReports', () => {
   const dir = mkdtempSync(join(tmpdir(), 'tolerator-audit-claims-'));
-  after(() => { rmSync(dir, { recursive: true, force: true }); });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
   writeFileSync(join(dir, 'gpus.yaml'), stringify(policyDocument('gpus', deviceSpec)));
   const state = JSON.stringify({
     apiVersion: 'v1',

@@ -45,7 +45,9 @@ writeFileSync(
     ],
   }),
 );
-after(() => { rmSync(dir, { recursive: true, force: true }); });
+after(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
 
 const common = ['--policies', policies, '--cluster-state', state, '--feature-gates', 'DRADeviceTaints=true'];
 
