@@ -475,8 +475,9 @@ export function auditClaim(claim: unknown, namespace: Namespace | undefined, set
   const violations: AuditViolation[] = [];
   for (const { policy, group } of judgedMemberships(settings.policies, groups)) {
     if (policy.deviceTaint === undefined) continue;
-    const foreign = foreignDeviceTolerations(lists, policy, group);
-    if (foreign.length === 0 || evaluator.infrastructure(policy)) continue;
+    const foreign = foreignDeviceTolerations(lists, policy, group, itemsSpelledOut);
+    if (foreign.total === 0 || evaluator.infrastructure(policy)) continue;
+    const more = foreign.total - foreign.messages.length;
     violations.push({
       namespace: namespaceName,
       name,
@@ -484,7 +485,7 @@ export function auditClaim(claim: unknown, namespace: Namespace | undefined, set
       node: '',
       rule: 'foreign-device-toleration',
       policy: policy.name,
-      message: `${spell(foreign)}; ${foreignDeviceReachRule(namespaceName, group, conflict)}. The devices stay allocated while the claim exists: delete its pods and the claim, and recreate it without the toleration`,
+      message: `${foreign.messages.join('; ')}${more > 0 ? `; and ${more} more` : ''}; ${foreignDeviceReachRule(namespaceName, group, conflict)}. The devices stay allocated while the claim exists: delete its pods and the claim, and recreate it without the toleration`,
     });
   }
   return violations;

@@ -18,7 +18,7 @@
  * API server drops device tolerations before validating webhooks see them: nothing to judge.
  */
 import { valueAt } from '../api/pod-template.js';
-import { clipText, spellOut } from '../api/text-bounds.js';
+import { clipText } from '../api/text-bounds.js';
 import { jsonEqual } from '../api/types.js';
 import { deviceTolerationLists, type DeviceTolerationList } from '../tolerations/device-tolerations.js';
 import { deviceTaintPattern, deviceTaintRuleReach, foreignDeviceGroupsTolerated, isPlatformIdentity } from '../tenancy/device-reach.js';
@@ -56,6 +56,8 @@ export function isDeviceTenancyRequest(attributes: AdmissionAttributes): boolean
 interface Violation {
   readonly policy: TenancyPolicy;
   readonly message: string;
+  /** How many violations this entry stands for: 1, or the count of those past the spelled-out ones (message ''). */
+  readonly count?: number;
 }
 
 /** The policies that say how devices map to groups. */
@@ -63,24 +65,41 @@ function devicePolicies(set: PolicySet): TenancyPolicy[] {
   return set.policies.filter((policy) => policy.deviceTaint !== undefined);
 }
 
+/** What foreignDeviceTolerations found: the first messages, and how many there are in all. */
+export interface ForeignDeviceTolerations {
+  /** At most `limit` messages, in the claim's order. */
+  readonly messages: readonly string[];
+  readonly total: number;
+}
+
 /**
  * The device tolerations of `lists` that reach another group's devices under `policy`, for a
- * namespace of group `ownGroup` ('' for none), as messages. Shared with the audit of allocated
- * claims (src/audit/audit-rules.ts), which judges `status.allocation.devices.results[].tolerations`.
+ * namespace of group `ownGroup` ('' for none): the first `limit` as messages, and the count of all.
+ * A tenant chooses how many tolerations a claim has (no limit is enforced), so nothing is built
+ * past the limit. Shared with the audit of allocated claims (src/audit/audit-rules.ts), which
+ * judges `status.allocation.devices.results[].tolerations`.
  */
-export function foreignDeviceTolerations(lists: readonly DeviceTolerationList[], policy: TenancyPolicy, ownGroup: string): string[] {
+export function foreignDeviceTolerations(
+  lists: readonly DeviceTolerationList[],
+  policy: TenancyPolicy,
+  ownGroup: string,
+  limit: number,
+): ForeignDeviceTolerations {
   const deviceTaint = policy.deviceTaint;
-  if (deviceTaint === undefined) return [];
-  const found: string[] = [];
+  const messages: string[] = [];
+  let total = 0;
+  if (deviceTaint === undefined) return { messages, total };
   for (const entry of lists) {
     for (let j = 0; j < entry.tolerations.length; j++) {
       const tolerated = foreignDeviceGroupsTolerated(entry.tolerations[j] ?? {}, deviceTaint, ownGroup);
-      if (tolerated !== undefined) {
-        found.push(`${entry.path()}[${j}] tolerates ${tolerated} (${deviceTaintPattern(deviceTaint)}, policy "${policy.name}")`);
+      if (tolerated === undefined) continue;
+      total++;
+      if (messages.length < limit) {
+        messages.push(`${entry.path()}[${j}] tolerates ${tolerated} (${deviceTaintPattern(deviceTaint)}, policy "${policy.name}")`);
       }
     }
   }
-  return found;
+  return { messages, total };
 }
 
 /** Why reaching another group's devices is refused: the namespace's standing and the one exception. */
@@ -124,14 +143,17 @@ function judgeClaim(
   for (const { policy, group: ownGroup } of groups.memberships) {
     if (!policies.includes(policy)) continue;
     if (ownGroup !== '') member ??= { policy, group: ownGroup };
-    const foreign = foreignDeviceTolerations(lists, policy, ownGroup);
-    if (foreign.length === 0) continue;
+    const foreign = foreignDeviceTolerations(lists, policy, ownGroup, spelledOut);
+    if (foreign.total === 0) continue;
+    const more = foreign.total - foreign.messages.length;
     if (evaluator.infrastructure(policy)) {
-      infrastructureUses.push(`${policy.name}: ${spellOut(foreign, (use) => use, '; ')}`);
+      infrastructureUses.push(`${policy.name}: ${foreign.messages.join('; ')}${more > 0 ? `; and ${more} more` : ''}`);
       continue;
     }
-    for (const message of foreign)
-      violations.push({ policy, message: `${message}; ${foreignDeviceReachRule(namespace, ownGroup, false)}` });
+    const rule = foreignDeviceReachRule(namespace, ownGroup, false);
+    for (const message of foreign.messages) violations.push({ policy, message: `${message}; ${rule}` });
+    // The rest are counted, not spelled out: decide() adds "and N more violations".
+    if (more > 0) violations.push({ policy, message: '', count: more });
   }
   const outcome = decide(violations, target.kind, object, attributes);
   const auditAnnotations: Record<string, string> = {
@@ -204,14 +226,15 @@ function decide(
 ): { denial?: Denial; warnings?: readonly string[] } {
   const denying = violations.filter(({ policy }) => policy.enforcement === 'Deny');
   const warning = violations.filter(({ policy }) => policy.enforcement === 'Warn');
-  const warnings = warning
-    .slice(0, spelledOut)
-    .map(({ policy, message }) => `DedicatedNodes (enforcement Warn, policy "${policy.name}"): ${message}`);
-  if (warning.length > spelledOut)
-    warnings.push(`DedicatedNodes (enforcement Warn): and ${warning.length - spelledOut} more violations of the same kinds`);
+  const counted = (list: readonly Violation[]): number => list.reduce((sum, violation) => sum + (violation.count ?? 1), 0);
+  const spelled = (list: readonly Violation[]): Violation[] => list.filter(({ message }) => message !== '').slice(0, spelledOut);
+  const warnings = spelled(warning).map(({ policy, message }) => `DedicatedNodes (enforcement Warn, policy "${policy.name}"): ${message}`);
+  const warningsLeft = counted(warning) - warnings.length;
+  if (warningsLeft > 0) warnings.push(`DedicatedNodes (enforcement Warn): and ${warningsLeft} more violations of the same kinds`);
   const withWarnings = warnings.length > 0 ? { warnings } : {};
   if (denying.length === 0) return withWarnings;
-  const listed = denying.slice(0, spelledOut).map(({ message }) => message);
-  if (denying.length > spelledOut) listed.push(`and ${denying.length - spelledOut} more violations of the same kinds`);
+  const listed = spelled(denying).map(({ message }) => message);
+  const deniedLeft = counted(denying) - listed.length;
+  if (deniedLeft > 0) listed.push(`and ${deniedLeft} more violations of the same kinds`);
   return { denial: forbidden(listed.join('; '), kind, object, attributes), ...withWarnings };
 }
