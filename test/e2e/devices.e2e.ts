@@ -712,16 +712,36 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
       await createObject(cluster.objects, rule('regroup', deviceGroupKey), 'All');
     });
 
-    it("a pod reaches only the claims of its own namespace: another namespace's pod naming the claim waits for a claim of that name in its own", async () => {
+    it("a pod reaches only the claims of its own namespace: another namespace's pod naming the claim is held back until a claim of that name exists in its own", async () => {
       // gpu-team has no group and worker-0 takes its pods, so only the claim can keep this pod off a node.
       await createObject(cluster.objects, pod('borrower', 'own-gpu'));
-      const message = await until('the scheduler gives up on the claim', 60, async () => {
+      await sleep(10_000);
+      const waiting = (await readObject(cluster, 'v1', 'Pod', 'borrower', namespace))!;
+      assert.equal((waiting.spec as { nodeName?: string }).nodeName, undefined, JSON.stringify(waiting.status));
+      // kube-scheduler's DynamicResources PreEnqueue keeps a pod whose claim does not exist out of the
+      // scheduling queue: no attempt, so no PodScheduled condition either.
+      const conditions = (waiting.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? [];
+      assert.equal(
+        conditions.find((c) => c.type === 'PodScheduled'),
+        undefined,
+        JSON.stringify(conditions),
+      );
+      // A claim of that name in the pod's own namespace (tolerating the drain rule's NoExecute taint on worker-0): now it is bound, with that claim.
+      await createObject(cluster.objects, claim('own-gpu', [{ key: taintKey, operator: 'Exists', effect: 'NoExecute' }], '4'));
+      await until("the borrower is bound with its own namespace's claim", 60, async () => {
         const current = await readObject(cluster, 'v1', 'Pod', 'borrower', namespace);
-        assert.equal((current?.spec as { nodeName?: string } | undefined)?.nodeName, undefined);
-        const conditions = (current?.status as { conditions?: { type: string; message?: string }[] } | undefined)?.conditions ?? [];
-        return conditions.find((c) => c.type === 'PodScheduled')?.message;
+        return (current?.spec as { nodeName?: string } | undefined)?.nodeName === node ? true : undefined;
       });
-      assert.match(message, /resourceclaim "own-gpu" not found/);
+      const own = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', namespace))!;
+      const reservedFor = (own.status as { reservedFor?: { name: string }[] }).reservedFor ?? [];
+      assert.deepEqual(
+        reservedFor.map((consumer) => consumer.name),
+        ['borrower'],
+      );
+      const teamA = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', 'team-a'))!;
+      assert.ok(
+        !((teamA.status as { reservedFor?: { name: string }[] }).reservedFor ?? []).some((consumer) => consumer.name === 'borrower'),
+      );
     });
 
     it('pods of one namespace share a claim: a second team-a pod is given the same GPU, and status.reservedFor holds both', async () => {
