@@ -415,34 +415,29 @@ async function clusterSource(
     }
     return found;
   };
-  // Karpenter's NodePools, where its CRD is installed: one request tells (404 when the API is not served).
-  const nodePools = async (note: (text: string) => void): Promise<readonly unknown[]> => {
-    const path = '/apis/karpenter.sh/v1/nodepools';
+  // An API that may not be served (Karpenter's NodePools, DRA's claims before 1.34): one request
+  // tells (404: not served, nothing to audit). A role made for the pods' audit
+  // (deploy/overlays/audit) need not read them: a 403 is a note, and the rest is audited.
+  const listIfServed = async (path: string, what: string, note: (text: string) => void): Promise<readonly unknown[]> => {
     const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
     if (probe.status === 404) return [];
     if (probe.status === 403) {
-      // A role made for the pods' audit (deploy/overlays/audit) need not read NodePools: say so, audit the rest.
-      note(`Karpenter NodePools not audited: ${describeFailure(probe)}`);
+      note(`${what} not audited: ${describeFailure(probe)}`);
       return [];
     }
     if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
     return listAll(path, (item) => item);
   };
-  // DRA claims, where resource.k8s.io/v1 is served (Kubernetes 1.34 on): one request tells.
-  const resourceClaims = async (note: (text: string) => void): Promise<readonly unknown[]> => {
-    const path =
+  const nodePools = (note: (text: string) => void): Promise<readonly unknown[]> =>
+    listIfServed('/apis/karpenter.sh/v1/nodepools', 'Karpenter NodePools', note);
+  const resourceClaims = (note: (text: string) => void): Promise<readonly unknown[]> =>
+    listIfServed(
       namespace === undefined
         ? '/apis/resource.k8s.io/v1/resourceclaims'
-        : `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/resourceclaims`;
-    const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
-    if (probe.status === 404) return [];
-    if (probe.status === 403) {
-      note(`ResourceClaims not audited: ${describeFailure(probe)}`);
-      return [];
-    }
-    if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
-    return listAll(path, (item) => item);
-  };
+        : `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/resourceclaims`,
+      'ResourceClaims',
+      note,
+    );
   return {
     facts,
     readController,

@@ -14,6 +14,7 @@
  *   allocator hands such a claim the device (the eviction controller then deletes the pod, but it
  *   has run on the group's device meanwhile).
  */
+import { ownField, stringField } from '../api/json-fields.js';
 import { clipText } from '../api/text-bounds.js';
 import type { DeviceToleration } from '../tolerations/device-tolerations.js';
 import { alwaysPlatformGroup, type DeviceGroupTaint } from './device-policy.js';
@@ -63,15 +64,8 @@ export function isPlatformIdentity(groups: readonly string[] | undefined, device
   return false;
 }
 
-function own(value: unknown, key: string): unknown {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, key)
-    ? (value as Record<string, unknown>)[key]
-    : undefined;
-}
-
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
+const own = ownField;
+const text = stringField;
 
 /**
  * How a DeviceTaintRule (any served version: the same `spec`) reaches the groups' devices, as
