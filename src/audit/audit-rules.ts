@@ -22,6 +22,7 @@
  * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
  * | `node-pattern` | DedicatedNodes | does a Node carry a group's label without its taint, or the reverse? (auditNodeSide) |
  * | `nodepool-pattern` | DedicatedNodes | does a Karpenter NodePool make such nodes, or serve another group than spec.nodePools names? |
+ * | `foreign-device-toleration` | DedicatedNodes | was a ResourceClaim allocated devices with a toleration of another group's device taint? (auditClaim) |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
  * naming no node (and only while policies are loaded, and outside infrastructure namespaces);
@@ -73,6 +74,9 @@ import {
   judgedMemberships,
 } from '../tenancy/verdict-texts.js';
 import { isSuperset } from '../tolerations/merge.js';
+import type { DeviceToleration, DeviceTolerationList } from '../tolerations/device-tolerations.js';
+import { foreignDeviceReachRule, foreignDeviceTolerations } from '../plugins/dedicated-devices.js';
+import { clipText } from '../api/text-bounds.js';
 import { isBestEffortPod } from '../tolerations/qos.js';
 import { validateTolerations } from '../tolerations/validate-tolerations.js';
 import {
@@ -88,8 +92,11 @@ export interface AuditViolation {
   /** '' for a Node or NodePool (cluster-scoped). */
   readonly namespace: string;
   readonly name: string;
-  /** What `name` names: absent for a Pod; `Node` or `NodePool` (karpenter.sh/v1) for the node-side rules. */
-  readonly kind?: 'Node' | 'NodePool';
+  /**
+   * What `name` names: absent for a Pod; `Node` or `NodePool` (karpenter.sh/v1) for the node-side
+   * rules; `ResourceClaim` (resource.k8s.io/v1, namespaced) for the claim rule.
+   */
+  readonly kind?: 'Node' | 'NodePool' | 'ResourceClaim';
   /** `spec.nodeName`, '' for a pod not bound to a node. */
   readonly node: string;
   readonly rule: AuditRuleName;
@@ -384,10 +391,17 @@ const rules = [
  */
 export const nodeSideRuleNames = ['node-pattern', 'nodepool-pattern'] as const;
 
-export type AuditRuleName = (typeof rules)[number]['name'] | (typeof nodeSideRuleNames)[number];
+/**
+ * The rule on allocated DRA claims (auditClaim): `foreign-device-toleration`, a ResourceClaim whose
+ * allocation used a toleration of another group's device taint (TenancyPolicy `spec.deviceTaint`).
+ * It belongs to DedicatedNodes, whose device half refuses such a claim on admission.
+ */
+export const claimRuleNames = ['foreign-device-toleration'] as const;
+
+export type AuditRuleName = (typeof rules)[number]['name'] | (typeof nodeSideRuleNames)[number] | (typeof claimRuleNames)[number];
 
 /** Every rule name, in report order. */
-export const auditRuleNames: readonly AuditRuleName[] = [...rules.map((rule) => rule.name), ...nodeSideRuleNames];
+export const auditRuleNames: readonly AuditRuleName[] = [...rules.map((rule) => rule.name), ...nodeSideRuleNames, ...claimRuleNames];
 
 /**
  * The node-side findings of the cluster's Nodes and NodePools (any JSON: a file's or the API
@@ -430,10 +444,78 @@ export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknow
   return violations;
 }
 
+/**
+ * The findings of one stored ResourceClaim, while DedicatedNodes is enabled and a policy has
+ * `spec.deviceTaint`: each toleration of its allocation (`status.allocation.devices.results[i].tolerations`,
+ * a copy of the request's tolerations that the allocator used, k8s.io/api resource/v1
+ * `DeviceRequestAllocationResult.Tolerations`) that reaches another group's devices, judged by
+ * the admission side's own function (src/plugins/dedicated-devices.ts foreignDeviceTolerations)
+ * for the claim's namespace as it stands now. An unallocated claim has used no device: admission
+ * judged its spec, and the allocation, when it comes, is what counts. As at admission, `exempt`
+ * plays no part (any pod of the namespace may use the claim) and an infrastructure namespace may
+ * reach every group. A namespace the webhooks never see is left out unless `--all`.
+ */
+export function auditClaim(claim: unknown, namespace: Namespace | undefined, settings: AuditSettings): AuditViolation[] {
+  const policies = settings.policies.policies.filter((policy) => policy.deviceTaint !== undefined);
+  if (!settings.enabled.has('DedicatedNodes') || policies.length === 0 || !isJsonObject(claim)) return [];
+  const metadata = isJsonObject(claim.metadata) ? claim.metadata : {};
+  const name = typeof metadata.name === 'string' ? metadata.name : '';
+  const namespaceName = typeof metadata.namespace === 'string' ? metadata.namespace : '';
+  if (!settings.all && isExcludedNamespace(namespaceName, namespace, settings.exclusion)) return [];
+  const lists = allocatedTolerationLists(claim);
+  if (lists.length === 0) return [];
+  const evaluator = createPolicyEvaluator({
+    object: claim,
+    oldObject: undefined,
+    namespace,
+    request: () => celRequest(offlineAttributes({ operation: 'CREATE', object: claim, namespace: namespaceName }), 'ResourceClaim'),
+  });
+  const groups = resolveNamespaceGroups(settings.policies, evaluator);
+  const conflict = groups.conflict !== undefined;
+  const violations: AuditViolation[] = [];
+  for (const { policy, group } of judgedMemberships(settings.policies, groups)) {
+    if (policy.deviceTaint === undefined) continue;
+    const foreign = foreignDeviceTolerations(lists, policy, group, itemsSpelledOut);
+    if (foreign.total === 0 || evaluator.infrastructure(policy)) continue;
+    const more = foreign.total - foreign.messages.length;
+    violations.push({
+      namespace: namespaceName,
+      name,
+      kind: 'ResourceClaim',
+      node: '',
+      rule: 'foreign-device-toleration',
+      policy: policy.name,
+      message: `${foreign.messages.join('; ')}${more > 0 ? `; and ${more} more` : ''}; ${foreignDeviceReachRule(namespaceName, group, conflict)}. The devices stay allocated while the claim exists: delete its pods and the claim, and recreate it without the toleration`,
+    });
+  }
+  return violations;
+}
+
+/** The tolerations of each allocation result, at their paths, naming the device each was used for. */
+function allocatedTolerationLists(claim: JsonObject): DeviceTolerationList[] {
+  const status = isJsonObject(claim.status) ? claim.status : {};
+  const allocation = isJsonObject(status.allocation) ? status.allocation : {};
+  const devices = isJsonObject(allocation.devices) ? allocation.devices : {};
+  const results = Array.isArray(devices.results) ? devices.results : [];
+  const lists: DeviceTolerationList[] = [];
+  for (let i = 0; i < results.length; i++) {
+    const result: unknown = results[i];
+    if (!isJsonObject(result) || !Array.isArray(result.tolerations) || result.tolerations.length === 0) continue;
+    const device = [result.driver, result.pool, result.device].map((part) => clipText(typeof part === 'string' ? part : '', 100)).join('/');
+    lists.push({
+      tolerations: result.tolerations as DeviceToleration[],
+      request: i,
+      path: () => `status.allocation.devices.results[${i}] (device ${device}).tolerations`,
+    });
+  }
+  return lists;
+}
+
 /** The rules that judge tenancy: they find nothing without TenancyPolicies, whatever the pods. */
 export const tenancyRuleNames: readonly AuditRuleName[] = [
   ...rules.filter((rule) => (rule.plugins as readonly string[]).includes('DedicatedNodes')).map((rule) => rule.name),
   ...nodeSideRuleNames,
+  ...claimRuleNames,
 ];
 
 /** Whether a name is one of the rules (for flags and report parsing). */

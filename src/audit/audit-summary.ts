@@ -116,7 +116,7 @@ export class AuditCollector {
     }
   }
 
-  /** Findings on cluster-scoped objects (Nodes, NodePools: auditNodeSide), under namespace ''; no pod is counted. */
+  /** Findings on objects other than pods (Nodes, NodePools: auditNodeSide, under namespace ''; ResourceClaims: auditClaim); no pod is counted. */
   addClusterFindings(violations: readonly AuditViolation[]): void {
     for (const violation of violations) {
       this.keepAndCount(violation);
@@ -231,9 +231,14 @@ export function auditTable(result: AuditResult): string {
   ]);
   const pods = new Set(result.violations.filter((violation) => violation.kind === undefined).map((v) => `${v.namespace}/${v.name}`)).size;
   const clusterScoped = new Set(
-    result.violations.filter((violation) => violation.kind !== undefined).map((v) => `${v.kind ?? ''}/${v.name}`),
+    result.violations
+      .filter((violation) => violation.kind === 'Node' || violation.kind === 'NodePool')
+      .map((v) => `${v.kind ?? ''}/${v.name}`),
   ).size;
-  const nodeSide = clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes or NodePools`;
+  const claims = new Set(result.violations.filter((violation) => violation.kind === 'ResourceClaim').map((v) => `${v.namespace}/${v.name}`))
+    .size;
+  const nodeSide =
+    (clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes or NodePools`) + (claims === 0 ? '' : ` and ${claims} ResourceClaims`);
   return `${padded(['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${nodeSide}${undecided}.\n`;
 }
 

@@ -60,10 +60,13 @@ export interface ReportObject {
 
 type Outcome = 'fail' | 'warn';
 
-/** The object a result is about: a Pod, or a Node or Karpenter NodePool for the node-side rules. */
+/** The object a result is about: a Pod, a Node or Karpenter NodePool for the node-side rules, a ResourceClaim for the claim rule. */
 function resourceOf(violation: AuditViolation): Record<string, string> {
   if (violation.kind === 'Node') return { apiVersion: 'v1', kind: 'Node', name: violation.name };
   if (violation.kind === 'NodePool') return { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: violation.name };
+  if (violation.kind === 'ResourceClaim') {
+    return { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaim', namespace: violation.namespace, name: violation.name };
+  }
   return { apiVersion: 'v1', kind: 'Pod', namespace: violation.namespace, name: violation.name };
 }
 
@@ -109,7 +112,8 @@ export function buildPolicyReports(
         source: 'tolerator',
         policy: violation.policy ?? 'tolerator',
         rule: violation.rule,
-        category: violation.policy === undefined ? 'Tolerations' : 'Dedicated nodes',
+        category:
+          violation.policy === undefined ? 'Tolerations' : violation.kind === 'ResourceClaim' ? 'Dedicated devices' : 'Dedicated nodes',
         severity: 'medium',
         result,
         scored: result === 'fail',

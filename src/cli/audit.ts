@@ -17,13 +17,14 @@
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRuleNames, type AuditRuleName } from '../audit/audit-rules.js';
+import { auditClaim, auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRuleNames, type AuditRuleName } from '../audit/audit-rules.js';
 import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
 import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
+import { valueAt } from '../api/pod-template.js';
 import { stringify } from 'yaml';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
 import { emptyPolicySet } from '../tenancy/policy-set.js';
@@ -62,7 +63,7 @@ export const auditFlags = {
   'cluster-state': {
     kind: 'string',
     placeholder: 'FILE',
-    help: 'Namespaces, Nodes, Pods and Karpenter NodePools to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods,nodepools -A -o yaml), instead of a cluster',
+    help: 'Namespaces, Nodes, Pods, Karpenter NodePools and DRA ResourceClaims to audit (multi-document YAML, JSON, or a v1 List: kubectl get namespaces,nodes,pods,nodepools,resourceclaims -A -o yaml), instead of a cluster',
   },
   kubeconfig: {
     kind: 'string',
@@ -186,6 +187,12 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
       io.stderr(`tolerator audit: ${terminalSafe(text)}\n`);
     };
     const clusterFindings = namespace === undefined ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings) : [];
+    // The allocated DRA claims (of the one namespace with -n), each judged against its Namespace as it is now.
+    for (const claim of await source.resourceClaims(note)) {
+      const claimNamespace = valueAt(claim, ['metadata', 'namespace']);
+      if (typeof claimNamespace !== 'string' || (namespace !== undefined && claimNamespace !== namespace)) continue;
+      clusterFindings.push(...auditClaim(claim, await source.facts.getNamespace(claimNamespace), settings));
+    }
     result = await runAudit(pages, source.facts, settings, {
       clusterFindings,
       ...(rules === undefined ? {} : { rules }),
@@ -214,7 +221,7 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const tenancyRules = tenancyRuleNames.filter((name) => rules === undefined || rules.has(name));
   if (admission.policiesDir === undefined && settings.enabled.has('DedicatedNodes') && tenancyRules.length > 0) {
     io.stderr(
-      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes and NodePools only against TenancyPolicies. ` +
+      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes, NodePools and ResourceClaims only against TenancyPolicies. ` +
         'Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n',
     );
   }
@@ -275,6 +282,11 @@ interface AuditSource {
    * where the caller may not list them (then `note` says so, and the rest of the audit goes on).
    */
   readonly nodePools: (note: (text: string) => void) => Promise<readonly unknown[]>;
+  /**
+   * The DRA ResourceClaims (resource.k8s.io/v1), of every namespace or of `-n`'s; none where the API
+   * server does not serve them or the caller may not list them (then `note` says so).
+   */
+  readonly resourceClaims: (note: (text: string) => void) => Promise<readonly unknown[]>;
 }
 
 function fileSource(file: string, io: CommandIo): AuditSource {
@@ -289,6 +301,7 @@ function fileSource(file: string, io: CommandIo): AuditSource {
     readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
     done: () => undefined,
     nodePools: () => Promise.resolve(state.nodePools),
+    resourceClaims: () => Promise.resolve(state.resourceClaims),
   };
 }
 
@@ -402,23 +415,34 @@ async function clusterSource(
     }
     return found;
   };
-  // Karpenter's NodePools, where its CRD is installed: one request tells (404 when the API is not served).
-  const nodePools = async (note: (text: string) => void): Promise<readonly unknown[]> => {
-    const path = '/apis/karpenter.sh/v1/nodepools';
+  // An API that may not be served (Karpenter's NodePools, DRA's claims before 1.34): one request
+  // tells (404: not served, nothing to audit). A role made for the pods' audit
+  // (deploy/overlays/audit) need not read them: a 403 is a note, and the rest is audited.
+  const listIfServed = async (path: string, what: string, note: (text: string) => void): Promise<readonly unknown[]> => {
     const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
     if (probe.status === 404) return [];
     if (probe.status === 403) {
-      // A role made for the pods' audit (deploy/overlays/audit) need not read NodePools: say so, audit the rest.
-      note(`Karpenter NodePools not audited: ${describeFailure(probe)}`);
+      note(`${what} not audited: ${describeFailure(probe)}`);
       return [];
     }
     if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
     return listAll(path, (item) => item);
   };
+  const nodePools = (note: (text: string) => void): Promise<readonly unknown[]> =>
+    listIfServed('/apis/karpenter.sh/v1/nodepools', 'Karpenter NodePools', note);
+  const resourceClaims = (note: (text: string) => void): Promise<readonly unknown[]> =>
+    listIfServed(
+      namespace === undefined
+        ? '/apis/resource.k8s.io/v1/resourceclaims'
+        : `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/resourceclaims`,
+      'ResourceClaims',
+      note,
+    );
   return {
     facts,
     readController,
     nodePools,
+    resourceClaims,
     done: progress.clear,
     pages: (handlers) =>
       listInPages(request, podsPath, options, {

@@ -56,6 +56,19 @@ export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) 
       throw new UsageError(`${input.source}: document ${index} is not an object`);
     }
     const manifest = object as JsonObject;
+    const draKind = deviceKindOf(manifest.apiVersion, manifest.kind);
+    if (draKind !== undefined) {
+      // A DRA object is reviewed as itself, as the API server sends it: there is no pod to make of it.
+      const manifestMetadata = isJsonObject(manifest.metadata) ? manifest.metadata : {};
+      const namespace =
+        draKind.kind === 'DeviceTaintRule' ? '' : typeof manifestMetadata.namespace === 'string' ? manifestMetadata.namespace : 'default';
+      const review: ParsedReview = {
+        apiVersion: 'admission.k8s.io/v1',
+        uid: `explain-${index}`,
+        attributes: offlineAttributes({ object: manifest, operation: 'CREATE', namespace, dryRun: true }),
+      };
+      return [{ kind: draKind, workload: typeof manifestMetadata.name === 'string' ? manifestMetadata.name : '', review }];
+    }
     const kind = resourceKindOf(manifest.apiVersion, manifest.kind);
     if (kind === undefined && skip !== undefined) {
       skip(`${String(manifest.apiVersion)} ${String(manifest.kind)}`);
@@ -83,6 +96,25 @@ export function reviewsFromManifests(input: ExplainInput, skip?: (kind: string) 
     const workload = typeof manifestMetadata.name === 'string' ? manifestMetadata.name : '';
     return [{ kind, workload, review }];
   });
+}
+
+/** The DRA kinds `explain` reviews as themselves: claims, their templates, DeviceTaintRules (resource.k8s.io, any version). */
+const deviceKinds: Readonly<Record<string, string>> = {
+  ResourceClaim: 'resourceclaims',
+  ResourceClaimTemplate: 'resourceclaimtemplates',
+  DeviceTaintRule: 'devicetaintrules',
+};
+
+function deviceKindOf(apiVersion: unknown, kind: unknown): ResourceKind | undefined {
+  if (typeof apiVersion !== 'string' || typeof kind !== 'string' || !apiVersion.startsWith('resource.k8s.io/')) return undefined;
+  const resource = deviceKinds[kind];
+  if (resource === undefined || !Object.hasOwn(deviceKinds, kind)) return undefined;
+  return { group: 'resource.k8s.io', version: apiVersion.slice('resource.k8s.io/'.length), kind, resource, podSpecPath: [] };
+}
+
+/** Whether an explanation is of a DRA object (reviewed as itself) rather than of a pod. */
+function isDeviceKind(kind: string): boolean {
+  return Object.hasOwn(deviceKinds, kind);
 }
 
 function describeToleration(toleration: Toleration): string {
@@ -237,17 +269,23 @@ export function explanationLines(explanation: Explanation): string[] {
   const lines =
     explanation.kind === 'Pod'
       ? [`Pod ${explanation.namespace}/${explanation.name === '' ? '(generated name)' : explanation.name}`]
-      : [`${explanation.kind} ${explanation.namespace}/${explanation.name}: the pods it creates`];
+      : explanation.kind === 'DeviceTaintRule'
+        ? [`DeviceTaintRule ${explanation.name}`]
+        : isDeviceKind(explanation.kind)
+          ? [`${explanation.kind} ${explanation.namespace}/${explanation.name}`]
+          : [`${explanation.kind} ${explanation.namespace}/${explanation.name}: the pods it creates`];
   if (explanation.notReviewed !== undefined) {
     lines.push(`  not reviewed: ${explanation.notReviewed}; tolerator never sees this pod and changes nothing`);
     lines.push("  result: allowed, unchanged by tolerator (the API server's own admission plugins still apply)");
     return lines;
   }
-  lines.push(
-    explanation.group === undefined
-      ? `  namespace ${explanation.namespace}: no node group`
-      : `  namespace ${explanation.namespace}: group "${explanation.group}" (policy ${explanation.policy ?? ''})`,
-  );
+  if (explanation.kind !== 'DeviceTaintRule') {
+    lines.push(
+      explanation.group === undefined
+        ? `  namespace ${explanation.namespace}: no ${isDeviceKind(explanation.kind) ? 'device' : 'node'} group`
+        : `  namespace ${explanation.namespace}: group "${explanation.group}" (policy ${explanation.policy ?? ''})`,
+    );
+  }
   const described = explanation.steps.flatMap((step) => [
     ...(step.reason === undefined ? [] : [`  ${step.plugin}: ${step.reason}`, ...step.described.map((line) => `    ${line}`)]),
     ...(step.denial === undefined ? [] : [`  ${step.plugin} denies: ${step.denial}`]),
@@ -286,12 +324,17 @@ const explainFlags = {
 
 export const explainCommand: CommandDefinition = {
   name: 'explain',
-  summary: 'for pod or workload manifests and the cluster state, which group applies and every change, with its reason',
-  arguments: [['<manifest...>', 'files of Pods or workloads, multi-document YAML or JSON; - for standard input']],
+  summary: 'for pod, workload or DRA manifests and the cluster state, which group applies and every change, with its reason',
+  arguments: [
+    [
+      '<manifest...>',
+      'files of Pods, workloads, ResourceClaims, ResourceClaimTemplates or DeviceTaintRules, multi-document YAML or JSON; - for standard input',
+    ],
+  ],
   flags: explainFlags,
   outcomes: { ok: 'every pod is allowed', found: 'a pod is denied' },
   details:
-    'A document that is neither a Pod nor a workload (a Namespace, a ConfigMap, a Service) is skipped with a note on stderr, so `kubectl kustomize DIR | tolerator explain -` reads a whole install. A pod the shipped webhook configurations never send (kube-system, kube-node-lease, tolerator-system, or a namespace labelled tolerator.dev/ignore=true in --cluster-state) is explained as not reviewed.',
+    'A ResourceClaim, ResourceClaimTemplate or DeviceTaintRule (resource.k8s.io) is explained as itself: its device tolerations, defaults and group. A document of another kind (a Namespace, a ConfigMap, a Service) is skipped with a note on stderr, so `kubectl kustomize DIR | tolerator explain -` reads a whole install. A pod the shipped webhook configurations never send (kube-system, kube-node-lease, tolerator-system, or a namespace labelled tolerator.dev/ignore=true in --cluster-state) is explained as not reviewed.',
   run: explain,
 };
 

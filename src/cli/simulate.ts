@@ -226,6 +226,14 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
       return;
     }
     const resourceKind = resourceKindOf(value.apiVersion, value.kind);
+    if (resourceKind === undefined && isDraKind(value.apiVersion, kind)) {
+      // simulate places pods on the nodes of the cluster state; it reads no ResourceSlice, so it
+      // cannot say which devices a claim would be allocated. The admission verdict on the object is explain's.
+      warn(
+        `${where}: ${String(value.apiVersion)} ${kind} not simulated: simulate places pods on nodes and reads no ResourceSlices; run tolerator explain on it for its device tolerations, defaults and group`,
+      );
+      return;
+    }
     if (resourceKind === undefined) {
       warn(`${where}: ${kind === '' ? 'an object without kind' : `${String(value.apiVersion)} ${kind}`} ignored (not a pod or workload)`);
       return;
@@ -235,6 +243,15 @@ export function podsInFile(text: string, file: string, warn: (warning: string) =
     // A DaemonSet's pod is admitted even without --mutate: the DaemonSet controller's tolerations are DaemonSetTolerations' to add.
     subjects.push({ label, pod, namespace, fromDaemonSet: resourceKind.kind === 'DaemonSet' });
   }
+}
+
+/** A DRA object tolerator admits (resource.k8s.io ResourceClaim, ResourceClaimTemplate, DeviceTaintRule). */
+function isDraKind(apiVersion: unknown, kind: string): boolean {
+  return (
+    typeof apiVersion === 'string' &&
+    apiVersion.startsWith('resource.k8s.io/') &&
+    (kind === 'ResourceClaim' || kind === 'ResourceClaimTemplate' || kind === 'DeviceTaintRule')
+  );
 }
 
 /** A table for a person: one row per pod and node, the pod named on its first row only. */

@@ -135,6 +135,35 @@ export function mutatingPolicyApiVersion(version: ExportVersion): string {
   return version === '1.35' ? 'admissionregistration.k8s.io/v1beta1' : 'admissionregistration.k8s.io/v1';
 }
 
+/**
+ * Why the device half of a TenancyPolicy (`spec.deviceTaint`) is refused rather than exported. The
+ * claim rule itself is a pure function of the claim and its Namespace, which CEL could state; but
+ * a ValidatingAdmissionPolicy would have to walk requests × subrequests × tolerations (three
+ * nested comprehensions over lists the API server does not bound: the 16 tolerations a request
+ * is documented to hold are not enforced, docs/devices.md), so its estimated cost is unbounded and
+ * kube-apiserver refuses the expression or a large claim exceeds the runtime budget; and the
+ * DeviceTaintRule half needs the requester's groups against a list that is the policy's, which
+ * export has no field for. Nothing short of all of it keeps the guarantee, so nothing is exported.
+ */
+export const deviceTenancyNotExported =
+  "not exported: spec.deviceTaint (tenancy for DRA devices) is not reproduced by an admission policy. A claim's device tolerations sit in requests × firstAvailable subrequests × tolerations, three nested lists whose length the API server does not bound (the documented 16 tolerations per request are not enforced), so a ValidatingAdmissionPolicy's CEL cost cannot be bounded; and the DeviceTaintRule rule needs the policy's platformGroups. Keep the webhook, or remove spec.deviceTaint";
+
+/** What export says about the DRA plugins of main: none changes a pod, and none is written as an admission policy. */
+const deviceNotes: readonly (readonly [PluginName, string])[] = [
+  [
+    'DeviceTolerationValidation',
+    "DeviceTolerationValidation: nothing to export; kube-apiserver's own validation of ResourceClaims and ResourceClaimTemplates checks every rule it checks (the empty-effect warning is the webhook's only)",
+  ],
+  [
+    'DeviceTolerationRestriction',
+    'DeviceTolerationRestriction: not exported; its namespace annotations hold JSON that Kubernetes CEL cannot decode, and a default is a mutation of claims. Keep the webhook for device defaults and allow-lists',
+  ],
+  [
+    'DeviceTaintRuleSafety',
+    'DeviceTaintRuleSafety: not exported; keep the webhook (devicetaintrules.validate.tolerator.dev) for the checks of DeviceTaintRules',
+  ],
+];
+
 export function exportPolicies(settings: ExportSettings): ExportResult {
   const enabled = new Set(settings.enabled);
   const refusals: Refusal[] = [];
@@ -166,6 +195,8 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
       subject: 'DedicatedNodes',
       reason: `not exported: ${policies.length} TenancyPolicies (${policies.map((policy) => policy.name).join(', ')}); export translates one, as the webhook's resolution of a namespace that two policies put in different groups (a conflict, refused or warned) is not written in CEL. Keep the webhook, or keep one policy`,
     });
+  } else if (policies[0]?.deviceTaint !== undefined) {
+    refusals.push({ subject: `TenancyPolicy ${policies[0].name}`, reason: deviceTenancyNotExported });
   } else if (policies[0] !== undefined) {
     const recognized = recognizeTenancyPolicy(policies[0]);
     if ('reason' in recognized) refusals.push({ subject: `TenancyPolicy ${policies[0].name}`, reason: recognized.reason });
@@ -178,6 +209,9 @@ export function exportPolicies(settings: ExportSettings): ExportResult {
     notes.push(
       "TolerationValidation: nothing to export; kube-apiserver's own validation of pods and pod templates checks every rule it checks",
     );
+  }
+  for (const [plugin, note] of deviceNotes) {
+    if (enabled.has(plugin)) notes.push(note);
   }
   if (enabled.has('SchedulingWarnings')) {
     notes.push(

@@ -33,12 +33,17 @@ export interface ClusterState {
    * whole, in the file's order: the audit judges their templates (src/tenancy/node-side.ts).
    */
   nodePools: unknown[];
+  /**
+   * With `readPods`: DRA ResourceClaims (`resource.k8s.io/v1`, as `kubectl get resourceclaims -A -o
+   * yaml` writes them), kept whole, keyed `namespace/name`: the audit judges their allocations.
+   */
+  resourceClaims: unknown[];
   /** Documents and list items that were skipped, each naming where it was and why. */
   warnings: string[];
 }
 
 /** List kinds whose `items` are read; the typed lists name the kind their items default to. */
-type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool';
+type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool' | 'ResourceClaim';
 
 const listKinds = new Map<string, ItemKind | undefined>([
   ['List', undefined],
@@ -46,14 +51,18 @@ const listKinds = new Map<string, ItemKind | undefined>([
   ['NodeList', 'Node'],
   ['PodList', 'Pod'],
   ['NodePoolList', 'NodePool'],
+  ['ResourceClaimList', 'ResourceClaim'],
 ]);
 
 /** Karpenter's API (pkg/apis/v1 of sigs.k8s.io/karpenter v1.15.0). */
 const nodePoolApiVersion = 'karpenter.sh/v1';
 
-/** The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools. */
+/** The DRA API the audit reads claims from (served from Kubernetes 1.34). */
+const resourceClaimApiVersion = 'resource.k8s.io/v1';
+
+/** The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools and resource.k8s.io/v1 for ResourceClaims. */
 function apiVersionOf(kind: ItemKind | undefined): string {
-  return kind === 'NodePool' ? nodePoolApiVersion : 'v1';
+  return kind === 'NodePool' ? nodePoolApiVersion : kind === 'ResourceClaim' ? resourceClaimApiVersion : 'v1';
 }
 
 export interface ClusterStateOptions {
@@ -83,6 +92,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
   const pods = new Map<string, Pod>();
   const controllers = new Map<string, WorkloadRef | undefined>();
   const nodePools = new Map<string, unknown>();
+  const resourceClaims = new Map<string, unknown>();
   const warnings: string[] = [];
   const state = (): ClusterState => ({
     namespaces: [...namespaces.values()],
@@ -90,6 +100,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
     pods: [...pods.values()],
     controllers,
     nodePools: [...nodePools.values()],
+    resourceClaims: [...resourceClaims.values()],
     warnings,
   });
 
@@ -191,9 +202,19 @@ export function parseClusterState(text: string, source: string, options: Cluster
       nodePools.set(name, { ...value, apiVersion, kind });
       return;
     }
+    if (kind === 'ResourceClaim' && apiVersion === resourceClaimApiVersion && options.readPods === true) {
+      const name = nameOf(value);
+      if (name === undefined) throw new Error(`${where}: ResourceClaim has no metadata.name`);
+      const metadata = value.metadata as Record<string, unknown>;
+      const namespace = typeof metadata.namespace === 'string' && metadata.namespace !== '' ? metadata.namespace : 'default';
+      const key = `${namespace}/${name}`;
+      if (resourceClaims.has(key)) warnings.push(`${where}: ResourceClaim "${key}" appears again; the later one is used`);
+      resourceClaims.set(key, { ...value, apiVersion, kind, metadata: { ...metadata, namespace } });
+      return;
+    }
     const read =
       options.readPods === true
-        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool'
+        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool, resource.k8s.io/v1 ResourceClaim'
         : 'v1 Namespace, Node, karpenter.sh/v1 NodePool';
     warnings.push(`${where}: ${label} ignored (only ${read} and lists of them are read)`);
   }

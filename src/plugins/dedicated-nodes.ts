@@ -52,6 +52,7 @@ import {
   judgedMemberships,
 } from '../tenancy/verdict-texts.js';
 import { celRequest } from './admission-request.js';
+import { isDeviceTenancyRequest, validateDeviceTenancy } from './dedicated-devices.js';
 import { isMirrorPodRequest } from './plugin.js';
 import type {
   AdmissionAttributes,
@@ -80,11 +81,15 @@ export function createDedicatedNodes(policies: () => PolicySet): DedicatedNodesP
     name: 'DedicatedNodes',
     handles: (attributes) =>
       (attributes.operation === 'CREATE' || attributes.operation === 'UPDATE') &&
-      (workloadKindOf(attributes) !== undefined || isNodePoolRequest(attributes)),
+      (workloadKindOf(attributes) !== undefined || isNodePoolRequest(attributes) || isDeviceTenancyRequest(attributes)),
     admit: (object, attributes, context) => admit(policies(), object, attributes, context),
     validate: (object, attributes, context) =>
-      isNodePoolRequest(attributes) ? validateNodePool(policies(), object, attributes) : validate(policies(), object, attributes, context),
-    readsNamedNode: (attributes) => policies().policies.length > 0 && !isNodePoolRequest(attributes),
+      isNodePoolRequest(attributes)
+        ? validateNodePool(policies(), object, attributes)
+        : isDeviceTenancyRequest(attributes)
+          ? validateDeviceTenancy(policies(), { ...attributes, object }, context)
+          : validate(policies(), object, attributes, context),
+    readsNamedNode: (attributes) => policies().policies.length > 0 && workloadKindOf(attributes) !== undefined,
   } satisfies DedicatedNodesPlugin;
 }
 

@@ -29,6 +29,7 @@
  * `DeviceTaintSelector`; pkg/controller/devicetainteviction/device_taint_eviction.go
  * `ruleMatchesDevice` (nil selector: nothing; empty: everything) and the status it writes.
  */
+import { ownField, stringField } from '../api/json-fields.js';
 import { jsonEqual } from '../api/types.js';
 import { clipText } from '../api/text-bounds.js';
 import type { AdmissionAttributes, Denial, ValidatingPlugin, ValidationOutcome } from './plugin.js';
@@ -49,15 +50,8 @@ export type DeviceTaintRuleFinding = 'omitted-selector' | 'empty-selector' | 'no
 const resourceGroup = 'resource.k8s.io';
 const selectorFields = ['driver', 'pool', 'device'] as const;
 
-function own(value: unknown, key: string): unknown {
-  return typeof value === 'object' && value !== null && !Array.isArray(value) && Object.hasOwn(value, key)
-    ? (value as Record<string, unknown>)[key]
-    : undefined;
-}
-
-function text(value: unknown): string {
-  return typeof value === 'string' ? value : '';
-}
+const own = ownField;
+const text = stringField;
 
 function isDeviceTaintRuleRequest(attributes: AdmissionAttributes): boolean {
   return (

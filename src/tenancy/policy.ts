@@ -10,6 +10,7 @@ import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { clipText } from '../api/text-bounds.js';
+import { parseDeviceTaint, type DeviceGroupTaint } from './device-policy.js';
 
 export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
@@ -43,6 +44,11 @@ export interface TenancyPolicy {
    * (src/tenancy/node-side.ts); an empty map when the policy names none.
    */
   readonly nodePools: ReadonlyMap<string, string>;
+  /**
+   * The group's DRA device taint (`spec.deviceTaint`, optional; src/tenancy/device-policy.ts):
+   * undefined when the policy says nothing about devices.
+   */
+  readonly deviceTaint?: DeviceGroupTaint;
   /**
    * What the loader warns about without refusing the policy: `group`, `exempt` or `infrastructure`
    * reading fields the pod's author writes, which lets a tenant choose its own answer.
@@ -105,7 +111,7 @@ export type PolicyParseResult =
  */
 const effects: readonly TaintEffect[] = ['NoSchedule', 'NoExecute'];
 const enforcements: readonly Enforcement[] = ['Deny', 'Warn'];
-const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement', 'nodePools']);
+const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement', 'nodePools', 'deviceTaint']);
 const taintFields = new Set(['key', 'effect']);
 /** metadata.name follows the rule of most Kubernetes object names: a DNS-1123 subdomain, ≤ 253. */
 const objectNameFormat = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -202,6 +208,7 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
   }
 
   const nodePools = parseNodePools(spec.nodePools, report);
+  const deviceTaint = parseDeviceTaint(spec.deviceTaint, report);
 
   if (errors.length > 0 || name === undefined || group === undefined || taint === undefined || typeof nodeLabel !== 'string') {
     return { errors };
@@ -225,6 +232,7 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
       infrastructure,
       enforcement: enforcement as Enforcement,
       nodePools,
+      ...(deviceTaint === undefined ? {} : { deviceTaint }),
       cautions,
     },
     errors: [],

@@ -8,6 +8,7 @@ import {
   auditRuleNames,
   isStoredMirrorPod,
   nodeSideRuleNames,
+  claimRuleNames,
   type AuditSettings,
   type PodSurroundings,
 } from '../../src/audit/audit-rules.js';
@@ -65,8 +66,9 @@ describe('audit rules: each rule with a pod that breaks it and one that keeps it
     });
   }
 
-  it('covers every pod rule both ways (the node-side rules: auditNodeSide below)', () => {
-    for (const rule of auditRuleNames.filter((name) => !(nodeSideRuleNames as readonly string[]).includes(name))) {
+  it('covers every pod rule both ways (the node-side rules: auditNodeSide below; the claim rule: auditClaim)', () => {
+    const notPodRules: readonly string[] = [...nodeSideRuleNames, ...claimRuleNames];
+    for (const rule of auditRuleNames.filter((name) => !notPodRules.includes(name))) {
       assert.ok(
         auditRows.some((row) => row.about === rule && row.breaks),
         `a pod breaking ${rule}`,

@@ -544,7 +544,7 @@ describe('audit without --policies says tenancy was not checked', () => {
   });
   const files = { [stateFile]: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, pod] }) };
   const note =
-    'tolerator audit: note: tenancy was not checked (no --policies): unknown-node, foreign-node, outside-group, missing-pair, foreign-toleration, node-pattern, nodepool-pattern judge pods, Nodes and NodePools only against TenancyPolicies. Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n';
+    'tolerator audit: note: tenancy was not checked (no --policies): unknown-node, foreign-node, outside-group, missing-pair, foreign-toleration, node-pattern, nodepool-pattern, foreign-device-toleration judge pods, Nodes, NodePools and ResourceClaims only against TenancyPolicies. Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n';
 
   it('no --policies: "No violations" on stdout, and the note naming the unchecked rules and --policies on stderr', async () => {
     const result = await audit(['--cluster-state', stateFile], files);

@@ -15,24 +15,31 @@
  * 3. Allocation and eviction: a NoSchedule taint in the slice keeps an untolerating claim's pod
  *    unschedulable; an empty-effect toleration is allocated a NoExecute-tainted device and its pod
  *    is evicted, while a NoExecute toleration keeps its pod.
+ * 4. Tenancy for devices (TenancyPolicy spec.deviceTaint): two groups' GPUs on one node of group a,
+ *    a tenant claim tolerating group b's device taint refused through the shipped webhook, the
+ *    allowed one allocated by kube-scheduler, a DeviceTaintRule with the group key refused from an
+ *    identity outside the platform groups, and the audit's finding on an allocated claim whose
+ *    namespace changed group.
  *
  * 1.35 has DRADeviceTaints alpha and off (the API server drops device tolerations): the suite skips
  * there with one line.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, it } from 'node:test';
 import { parseKubernetesVersion, type KubernetesVersion } from '../../src/api/feature-gate-history.js';
-import { findControlPlane, skipWithoutControlPlane } from '../cluster/binaries.js';
+import { REPO_ROOT, findControlPlane, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { createFakeNodes } from '../cluster/fake-node.js';
 import {
   apiError,
   asKubernetesObject,
+  clientsFor,
   createObject,
   plain,
   refusal,
@@ -70,6 +77,20 @@ const plane =
 const omittedSelectorBlocksAll = version !== undefined && version.minor <= 36;
 
 const namespace = 'gpu-team';
+/** The groups' device-taint key (TenancyPolicy spec.deviceTaint) and the policy that names it. */
+const deviceGroupKey = 'gpu.example.com/dedicated';
+const devicePolicy = {
+  apiVersion: 'tolerator.dev/v1alpha1',
+  kind: 'TenancyPolicy',
+  metadata: { name: 'dedicated-gpus' },
+  spec: {
+    group: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
+    taint: { key: 'dedicated', effect: 'NoSchedule' },
+    nodeLabel: 'dedicated',
+    infrastructure: "namespaceObject.metadata.?labels['tolerator.dev/node-infrastructure'].orValue('') == 'true'",
+    deviceTaint: { key: deviceGroupKey, effect: 'NoSchedule', platformGroups: ['platform-admins'] },
+  },
+};
 const driver = 'gpu.example.com';
 const node = 'worker-0';
 const taintKey = 'example.com/maintenance';
@@ -274,11 +295,19 @@ const corpus: { readonly name: string; readonly tolerations: unknown[]; readonly
 
 describe('DRA device taints on a real control plane: validation, DeviceTaintRule safety, allocation and eviction', { skip }, () => {
   let dir: string;
+  let policies: string;
   let cluster: ToleratorOnCluster;
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'tolerator-e2e-devices-'));
-    cluster = await startToleratorOnCluster({ dir, plane: { ...plane, scheduler: true, controllerManager: true } });
+    policies = join(dir, 'policies');
+    mkdirSync(policies);
+    writeFileSync(join(policies, 'dedicated-gpus.json'), JSON.stringify(devicePolicy));
+    cluster = await startToleratorOnCluster({
+      dir,
+      plane: { ...plane, scheduler: true, controllerManager: true },
+      serveArgs: ['--policies', policies],
+    });
     await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
     await createFakeNodes(cluster.objects, { [node]: {} });
     await createObject(cluster.objects, {
@@ -564,6 +593,201 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
       // The NoExecute toleration (no tolerationSeconds) is honoured: that pod stays.
       await sleep(5_000);
       assert.equal(await evicted(cluster, 'no-execute'), false);
+    });
+  });
+  describe("tenancy for devices: two groups' GPUs, TenancyPolicy spec.deviceTaint", () => {
+    const groupNode = 'worker-a';
+    const gpuClaim = (name: string, ns: string, slot: string, tolerations: unknown[]): Manifest => ({
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaim',
+      metadata: { name, namespace: ns },
+      spec: {
+        devices: {
+          requests: [
+            {
+              name: 'gpu',
+              exactly: {
+                deviceClassName: driver,
+                selectors: [{ cel: { expression: `device.attributes["${driver}"].slot == "${slot}"` } }],
+                tolerations,
+              },
+            },
+          ],
+        },
+      },
+    });
+    const own = { key: deviceGroupKey, operator: 'Equal', value: 'a', effect: 'NoSchedule' };
+
+    before(async () => {
+      for (const group of ['a', 'b']) {
+        await createObject(cluster.objects, {
+          apiVersion: 'v1',
+          kind: 'Namespace',
+          metadata: { name: `team-${group}`, labels: { dedicated: group } },
+        });
+      }
+      // A node of group a (its label and taint), holding a GPU of group a and one of group b, each
+      // marked by the group's device taint in the slice, as a driver (or a DeviceTaintRule) publishes it.
+      await createFakeNodes(cluster.objects, {
+        [groupNode]: { labels: { dedicated: 'a' }, taints: [{ key: 'dedicated', value: 'a', effect: 'NoSchedule' }] },
+      });
+      await createObject(cluster.objects, {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceSlice',
+        metadata: { name: `${groupNode}-gpus` },
+        spec: {
+          driver,
+          nodeName: groupNode,
+          pool: { name: groupNode, generation: 1, resourceSliceCount: 1 },
+          devices: ['a-0', 'a-1', 'b-0'].map((slot) => ({
+            name: `gpu-${slot}`,
+            attributes: { slot: { string: slot } },
+            taints: [{ key: deviceGroupKey, value: slot.slice(0, 1), effect: 'NoSchedule' }],
+          })),
+        },
+      });
+    });
+
+    it("a tenant claim tolerating another group's device taint is refused by the API server through the shipped webhook, in every form", async () => {
+      for (const toleration of [
+        { key: deviceGroupKey, operator: 'Equal', value: 'a', effect: 'NoSchedule' },
+        { key: deviceGroupKey, operator: 'Exists' },
+        { operator: 'Exists' },
+        { operator: 'Equal', value: 'a' },
+      ]) {
+        const { code, status } = await refusal(createObject(cluster.objects, gpuClaim('steal', 'team-b', 'a-0', [toleration])));
+        assert.equal(code, 403, JSON.stringify(toleration));
+        assert.match(
+          status.message ?? '',
+          /^admission webhook "validate\.tolerator\.dev" denied the request: resourceclaims\.resource\.k8s\.io "steal" is forbidden: spec\.devices\.requests\[0\]\.exactly\.tolerations\[0\] tolerates the device taint of (group "a"|every group) .*namespace "team-b" belongs to group "b"/,
+          JSON.stringify(toleration),
+        );
+      }
+    });
+
+    it("the allowed claim (its own group's device taint) is allocated its group's GPU by kube-scheduler", async () => {
+      await createObject(cluster.objects, gpuClaim('own-gpu', 'team-a', 'a-0', [own]));
+      // The pod gets group a's node toleration and requirement from DedicatedNodes, so it lands on worker-a.
+      await createObject(cluster.objects, { ...pod('own-gpu', 'own-gpu'), metadata: { name: 'own-gpu', namespace: 'team-a' } });
+      await until("the pod is bound to the group's node", 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'own-gpu', 'team-a');
+        return (current?.spec as { nodeName?: string } | undefined)?.nodeName === groupNode ? true : undefined;
+      });
+      const allocated = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', 'team-a'))!;
+      const results = (allocated.status as { allocation: { devices: { results: { device: string; tolerations?: unknown[] }[] } } })
+        .allocation.devices.results;
+      assert.equal(results[0]!.device, 'gpu-a-0');
+      assert.deepEqual(results[0]!.tolerations, [own]);
+    });
+
+    it("a DeviceTaintRule with the groups' device-taint key is refused from an identity outside the platform groups, admitted from system:masters", async () => {
+      await createObject(cluster.objects, {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRole',
+        metadata: { name: 'device-taints' },
+        rules: [{ apiGroups: ['resource.k8s.io'], resources: ['devicetaintrules'], verbs: ['create', 'get'] }],
+      });
+      await createObject(cluster.objects, {
+        apiVersion: 'rbac.authorization.k8s.io/v1',
+        kind: 'ClusterRoleBinding',
+        metadata: { name: 'device-taints' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'device-taints' },
+        subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'gpu-operators' }],
+      });
+      const operator = clientsFor(await cluster.plane.kubeconfigFor('gpu-health', ['gpu-operators'])).objects;
+      const rule = (name: string, key: string): Manifest => ({
+        apiVersion: ruleApiVersion,
+        kind: 'DeviceTaintRule',
+        metadata: { name },
+        spec: { deviceSelector: { driver, pool: groupNode, device: 'gpu-a-1' }, taint: { key, value: 'b', effect: 'NoSchedule' } },
+      });
+      const { code, status } = await refusal(createObject(operator, rule('regroup', deviceGroupKey)));
+      assert.equal(code, 403);
+      assert.match(
+        status.message ?? '',
+        /admission webhook "devicetaintrules\.validate\.tolerator\.dev" denied the request: .*spec\.taint\.key is "gpu\.example\.com\/dedicated", the device-taint key of the groups.*"gpu-health" is in none of the platform groups/,
+      );
+      // Another key on one pool's device: admitted from the same identity.
+      await createObject(operator, rule('xid', 'example.com/xid'));
+      await createObject(cluster.objects, rule('regroup', deviceGroupKey), 'All');
+    });
+
+    it("a pod reaches only the claims of its own namespace: another namespace's pod naming the claim is held back until a claim of that name exists in its own", async () => {
+      // gpu-team has no group and worker-0 takes its pods, so only the claim can keep this pod off a node.
+      await createObject(cluster.objects, pod('borrower', 'own-gpu'));
+      await sleep(10_000);
+      const waiting = (await readObject(cluster, 'v1', 'Pod', 'borrower', namespace))!;
+      assert.equal((waiting.spec as { nodeName?: string }).nodeName, undefined, JSON.stringify(waiting.status));
+      // kube-scheduler's DynamicResources PreEnqueue keeps a pod whose claim does not exist out of the
+      // scheduling queue: no attempt, so no PodScheduled condition either.
+      const conditions = (waiting.status as { conditions?: { type: string }[] } | undefined)?.conditions ?? [];
+      assert.equal(
+        conditions.find((c) => c.type === 'PodScheduled'),
+        undefined,
+        JSON.stringify(conditions),
+      );
+      // A claim of that name in the pod's own namespace (tolerating the drain rule's NoExecute taint on worker-0): now it is bound, with that claim.
+      await createObject(cluster.objects, claim('own-gpu', [{ key: taintKey, operator: 'Exists', effect: 'NoExecute' }], '4'));
+      await until("the borrower is bound with its own namespace's claim", 60, async () => {
+        const current = await readObject(cluster, 'v1', 'Pod', 'borrower', namespace);
+        return (current?.spec as { nodeName?: string } | undefined)?.nodeName === node ? true : undefined;
+      });
+      const own = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', namespace))!;
+      const reservedFor = (own.status as { reservedFor?: { name: string }[] }).reservedFor ?? [];
+      assert.deepEqual(
+        reservedFor.map((consumer) => consumer.name),
+        ['borrower'],
+      );
+      const teamA = (await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', 'team-a'))!;
+      assert.ok(
+        !((teamA.status as { reservedFor?: { name: string }[] }).reservedFor ?? []).some((consumer) => consumer.name === 'borrower'),
+      );
+    });
+
+    it('pods of one namespace share a claim: a second team-a pod is given the same GPU, and status.reservedFor holds both', async () => {
+      await createObject(cluster.objects, { ...pod('own-gpu-2', 'own-gpu'), metadata: { name: 'own-gpu-2', namespace: 'team-a' } });
+      const reserved = await until('the claim is reserved for both pods', 60, async () => {
+        const current = await readObject(cluster, 'resource.k8s.io/v1', 'ResourceClaim', 'own-gpu', 'team-a');
+        const consumers = (current?.status as { reservedFor?: { name: string }[] } | undefined)?.reservedFor ?? [];
+        return consumers.length === 2 ? consumers.map((consumer) => consumer.name).sort() : undefined;
+      });
+      assert.deepEqual(reserved, ['own-gpu', 'own-gpu-2']);
+    });
+
+    it("the audit reports an allocated claim whose namespace is now another group's: foreign-device-toleration", async () => {
+      const ns = (await readObject(cluster, 'v1', 'Namespace', 'team-a'))!;
+      await cluster.objects.replace(asKubernetesObject({ ...ns, metadata: { ...ns.metadata, labels: { dedicated: 'b' } } }));
+      const result = spawnSync(
+        process.execPath,
+        [
+          '--enable-experimental-regexp-engine-on-excessive-backtracks',
+          '--import',
+          'tsx',
+          'src/main.ts',
+          'audit',
+          '--kubeconfig',
+          cluster.plane.kubeconfig,
+          '--policies',
+          policies,
+          '--rule',
+          'foreign-device-toleration',
+          '-o',
+          'json',
+        ],
+        { cwd: REPO_ROOT, encoding: 'utf8', timeout: 120_000, env: { ...process.env, KUBECONFIG: '' } },
+      );
+      assert.equal(result.status, 1, `${result.stdout}${result.stderr}`);
+      const violations = (
+        JSON.parse(result.stdout) as { violations: { kind?: string; namespace: string; name: string; rule: string; message: string }[] }
+      ).violations;
+      assert.deepEqual(
+        violations.map(({ kind, namespace: ns2, name, rule }) => ({ kind, namespace: ns2, name, rule })),
+        [{ kind: 'ResourceClaim', namespace: 'team-a', name: 'own-gpu', rule: 'foreign-device-toleration' }],
+      );
+      assert.match(
+        violations[0]!.message,
+        /^status\.allocation\.devices\.results\[0\] \(device gpu\.example\.com\/worker-a\/gpu-a-0\)\.tolerations\[0\] tolerates the device taint of group "a" .*namespace "team-a" belongs to group "b"/,
+      );
     });
   });
 });

@@ -122,6 +122,62 @@ describe('the audit against an API server', () => {
     }
   });
 
+  it("ResourceClaims from the API server: an allocated claim that tolerates another group's device taint is a foreign-device-toleration finding; a 403 is a note", async () => {
+    const devicePolicies = mkdtempSync(join(tmpdir(), 'tolerator-audit-api-devices-'));
+    writeFileSync(
+      join(devicePolicies, 'gpus.json'),
+      JSON.stringify({
+        apiVersion: 'tolerator.dev/v1alpha1',
+        kind: 'TenancyPolicy',
+        metadata: { name: 'gpus' },
+        spec: {
+          group: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
+          taint: { key: 'dedicated', effect: 'NoSchedule' },
+          nodeLabel: 'dedicated',
+          deviceTaint: { key: 'gpu.example.com/dedicated', effect: 'NoSchedule' },
+        },
+      }),
+    );
+    const tolerations = [{ key: 'gpu.example.com/dedicated', operator: 'Exists', effect: 'NoSchedule' }];
+    fake.resourceClaims = {
+      status: 200,
+      items: [
+        {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'ResourceClaim',
+          metadata: { name: 'stolen', namespace: 'tenant-a' },
+          spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu', tolerations } }] } },
+          status: { allocation: { devices: { results: [{ request: 'gpu', driver: 'd', pool: 'p', device: 'g', tolerations }] } } },
+        },
+      ],
+    };
+    try {
+      const found = await audit(
+        ['--kubeconfig', kubeconfig, '--policies', devicePolicies, '--rule', 'foreign-device-toleration', '-o', 'json'],
+        {},
+      );
+      assert.equal(found.code, 1, found.stderr);
+      assert.deepEqual(
+        (JSON.parse(found.stdout) as { violations: { kind?: string; namespace: string; name: string }[] }).violations.map(
+          ({ kind, namespace, name }) => ({ kind, namespace, name }),
+        ),
+        [{ kind: 'ResourceClaim', namespace: 'tenant-a', name: 'stolen' }],
+      );
+      fake.resourceClaims = { status: 403, items: [] };
+      const refused = await audit(
+        ['--kubeconfig', kubeconfig, '--policies', devicePolicies, '--rule', 'foreign-device-toleration', '-o', 'json'],
+        {},
+      );
+      assert.match(
+        refused.stderr,
+        /^tolerator audit: ResourceClaims not audited: HTTP 403: resourceclaims\.resource\.k8s\.io is forbidden$/m,
+      );
+      assert.equal(refused.code, 0, refused.stderr);
+    } finally {
+      fake.resourceClaims = undefined;
+    }
+  });
+
   it('a caller that may not list NodePools: the audit says so on stderr and audits the pods', async () => {
     fake.karpenterNodePools = { status: 403, items: [] };
     try {

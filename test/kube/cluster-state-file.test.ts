@@ -115,6 +115,7 @@ describe('parseClusterState', () => {
       pods: [],
       controllers: new Map(),
       nodePools: [],
+      resourceClaims: [],
       warnings: [],
     });
   });

@@ -573,6 +573,12 @@ export class FakeApiServer {
    */
   karpenterNodePools: { readonly status: number; readonly items: readonly KubeObject[] } | undefined;
 
+  /**
+   * DRA ResourceClaims (`GET /apis/resource.k8s.io/v1/resourceclaims`, one page whatever the
+   * limit): undefined serves no such API (404); a status other than 200 answers every list with it.
+   */
+  resourceClaims: { readonly status: number; readonly items: readonly KubeObject[] } | undefined;
+
   /** Objects served at their own path (ReplicaSets, Jobs: `GET /apis/apps/v1/namespaces/NS/replicasets/NAME`). */
   readonly objects = new Map<string, KubeObject>();
   /** Every GET of a ReplicaSet or Job, by path. */
@@ -658,6 +664,20 @@ export class FakeApiServer {
     }
     if (url.pathname.startsWith('/apis/coordination.k8s.io/v1/')) {
       await this.handleLeases(req, url, res);
+      return;
+    }
+    if (url.pathname === '/apis/resource.k8s.io/v1/resourceclaims' && req.method === 'GET') {
+      const served = this.resourceClaims;
+      if (served === undefined) sendJson(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
+      else if (served.status !== 200)
+        sendJson(res, served.status, status(served.status, 'Forbidden', 'resourceclaims.resource.k8s.io is forbidden'));
+      else
+        sendJson(res, 200, {
+          apiVersion: 'resource.k8s.io/v1',
+          kind: 'ResourceClaimList',
+          metadata: { resourceVersion: '1' },
+          items: served.items,
+        });
       return;
     }
     if (url.pathname === '/apis/karpenter.sh/v1/nodepools' && req.method === 'GET') {
