@@ -73,7 +73,7 @@ export const connectionBytes = 34 * 1024;
  * 160 MiB of old generation per worker at least: about what the worst review needs. Parsed into
  * millions of empty objects, a review builds far more than its bytes (bench/worker-peak.ts, a
  * worker of the built code with the bench's 5,000 nodes mirrored: a million `{}` tolerations in
- * 3 MiB peak at 96 to 125 MiB of RSS above the idle worker; a DaemonSet UPDATE of two templates of
+ * 3 MiB peak at 92 to 130 MiB of RSS above the idle worker; a DaemonSet UPDATE of two templates of
  * a million empty terms at 170 to 174 MiB, about 131 MiB of it heap). The heap limit is no bound
  * to undercut: a worker whose limit such a review outgrows inside one `JSON.parse` is not ended
  * (Node.js ends a worker at its next interrupt check, which one call that allocates a million
@@ -99,7 +99,7 @@ const workerOverheadMib = 16 + 32;
 
 /**
  * 41 MiB: the resident memory an idle worker adds to the process, at most (bench/worker-peak.ts:
- * 14 to 41 MiB over 74 runs, its heap, code and isolate, 5,000 nodes mirrored).
+ * 14 to 41 MiB over 76 runs, its heap, code and isolate, 5,000 nodes mirrored).
  */
 export const workerIdleBytes = 41 * 1024 * 1024;
 
@@ -115,12 +115,12 @@ export const workerIdleBytes = 41 * 1024 * 1024;
 export const workerPeakBytes = 96 * 1024 * 1024;
 
 /**
- * 42 bytes of memory for each byte of body: the most a review built above its idle worker for
- * each byte it was sent (bench/worker-peak.ts: a million `{}` tolerations, 3 MiB, 125.4 MiB above
- * idle: 41.8; the DaemonSet UPDATE of two million empty terms, 6 MiB, 29; a 3 MiB pod of ordinary
+ * 44 bytes of memory for each byte of body: the most a review built above its idle worker for
+ * each byte it was sent (bench/worker-peak.ts: a million `{}` tolerations, 3 MiB, 125.4 and 130.4
+ * MiB above idle in two runs: 43.5; the DaemonSet UPDATE of two million empty terms, 6 MiB, 29; a 3 MiB pod of ordinary
  * containers, under 3; the 35 MiB escaped UPDATE, 1.1).
  */
-const peakPerBodyByte = 42;
+const peakPerBodyByte = 44;
 
 /**
  * 176 MiB: the most any review built above its idle worker (the DaemonSet UPDATE of two
@@ -131,8 +131,8 @@ const worstReviewPeakBytes = 176 * 1024 * 1024;
 
 /**
  * What a review's worker may build while it decides it, from its body's size alone (reading the
- * body to know better is what the worker is for): 42 times it, at most the worst measured. A
- * 120 KB pod: 4.8 MiB; a 3 MiB one: 126 MiB.
+ * body to know better is what the worker is for): 44 times it, at most the worst measured. A
+ * 120 KB pod: 5.0 MiB; a 3 MiB one: 132 MiB.
  */
 export function reviewPeakEstimate(bodyBytes: number): number {
   return Math.min(worstReviewPeakBytes, bodyBytes * peakPerBodyByte);
@@ -200,7 +200,7 @@ export function transportLimits(resources: MachineResources, workers?: number): 
   const shareHeapMib = Math.floor(workersShareBytes / Math.max(1, reviewWorkers) / 1024 / 1024) - workerOverheadMib;
   const heapMib = Math.min(maxWorkerHeapMib, Math.max(workerHeapMib, shareHeapMib));
   // What the reviews being decided at once may build: the share less the idle workers (at 512 MiB:
-  // 224 − 2 × 41 = 142 MiB: a 3 MiB pod's 126 and a 120 KB pod's 4.8 fit together, two 3 MiB pods
+  // 224 − 2 × 41 = 142 MiB: a 3 MiB pod's 132 and a 120 KB pod's 5.0 fit together, two 3 MiB pods
   // do not). One review alone may build more (the worst, 176 MiB: 2 × 41 + 176 = 258 MiB, 34 over
   // the share, inside the headroom and the process's unused part of its 160 MiB).
   const reviewMemoryBytes = Math.max(0, workersShareBytes - reviewWorkers * workerIdleBytes);

@@ -266,8 +266,8 @@ describe('several review workers: concurrency, the fair share, and one worker lo
   });
 
   it("a review is started beside another only if the memory both may build fits the workers' share; a smaller one then goes beside it", async () => {
-    // 100 MiB for the reviews at once: a 2 MiB body is estimated at 84 MiB, a 120 KB one at 4.8.
-    assert.equal(reviewPeakEstimate(2 * 1024 * 1024), 84 * 1024 * 1024);
+    // 100 MiB for the reviews at once: a 2 MiB body is estimated at 88 MiB, a 120 KB one at 5.0.
+    assert.equal(reviewPeakEstimate(2 * 1024 * 1024), 88 * 1024 * 1024);
     const reviews = await pool({ workers: 2, reviewMemoryBytes: 100 * 1024 * 1024 });
     const latch = latches();
     try {
@@ -275,13 +275,13 @@ describe('several review workers: concurrency, the fair share, and one worker lo
       await until(() => latch.started('a0'), 'the first large review being decided');
       const b0 = reviews.review('validate', latch.body('b0', 'team-b', 2 * 1024 * 1024), far());
       await until(() => reviews.stats().queued === 1, 'the second waiting');
-      // A worker is free, but 84 + 84 MiB do not fit in 100: the second waits for the first.
+      // A worker is free, but 88 + 88 MiB do not fit in 100: the second waits for the first.
       assert.equal(reviews.stats().busy, 1);
       assert.ok(!latch.started('b0'));
       latch.release('a0');
       await a0;
       await until(() => latch.started('b0'), 'the second decided once the first is answered');
-      // Beside it, a 120 KB review fits (84 + 4.8): it is decided at once, on the other worker.
+      // Beside it, a 120 KB review fits (88 + 5.0): it is decided at once, on the other worker.
       const c0 = reviews.review('validate', latch.body('c0', 'team-c', 120_000), far());
       await until(() => latch.started('c0'), 'the small one beside the large one');
       assert.equal(reviews.stats().busy, 2);
