@@ -245,8 +245,10 @@ async function main(): Promise<void> {
       clusterStateFile: file,
       policiesDir: join(root, 'policies'),
       warmup: mixPayloads(),
+      root,
       builds: [
-        { label: 'this build' },
+        { label: 'this build, derived review workers' },
+        { label: 'this build, --review-workers 1', serveArgs: ['--review-workers', '1'] },
         ...(flags.baseline === undefined
           ? []
           : [{ label: `baseline ${baselineCommit(flags.baseline)}`, main: baselineMain(flags.baseline) }]),

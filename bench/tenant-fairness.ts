@@ -5,8 +5,11 @@
  * pod was answered `500 after 5.3 s, 500 after 5.4 s, 200 after 3.8 s`; with four, none of three
  * within the webhook's timeout, and the validating webhook fails closed).
  *
- * One server per build on both cores (5,000 nodes, 10,000 namespaces, the shipped policies, the
- * derived number of review workers: one on this machine's two cores). N connections each keep
+ * One server per build on both cores (5,000 nodes, 10,000 namespaces, the shipped policies), in a
+ * memory cgroup of the Deployment's limit where the bench can make one (bench/memory-cgroup.ts),
+ * so that the server derives its review workers as a replica does (two in 512 MiB on two CPUs);
+ * this build is also measured with `--review-workers 1`, what 512 MiB gave before. Peak RSS: the
+ * server's VmHWM over its whole life, start included, read before it stops. N connections each keep
  * one of the tenant's 3 MiB pods in flight (validating side, `ml`, `dryRun: true`; the next is
  * sent when the answer arrives); one more sends the other team's 120 KB pod (`shop`) one at a
  * time, 200 ms apart. Every request carries `?timeout=5s`, as kube-apiserver sends the deploy/
@@ -15,6 +18,8 @@
  */
 import { Agent, request as httpsRequest } from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { readFileSync } from 'node:fs';
+import { createMemoryCgroup, deploymentMemoryLimitBytes } from './memory-cgroup.js';
 import { checkAnswer, startServer, type Certificate } from './servers.js';
 import type { Payload } from './payloads.js';
 import { worstReviews } from './worst-reviews.js';
@@ -24,8 +29,10 @@ export interface FairnessContext {
   readonly clusterStateFile: string;
   readonly policiesDir: string;
   readonly warmup: readonly Payload[];
-  /** The builds to measure: this checkout's dist/ (no main) and, with --baseline, another. */
-  readonly builds: readonly { readonly label: string; readonly main?: string }[];
+  /** The builds to measure: this checkout's dist/ (no main) and, with --baseline, another; `serveArgs` for `--review-workers`. */
+  readonly builds: readonly { readonly label: string; readonly main?: string; readonly serveArgs?: readonly string[] }[];
+  /** The repository's root, for the Deployment's memory limit. */
+  readonly root: string;
   readonly seconds: number;
   readonly note: (text: string) => void;
 }
@@ -35,7 +42,12 @@ export interface FairnessRow {
   readonly inFlight: number;
   readonly count: number;
   readonly p50Ms: number;
+  readonly p99Ms: number;
   readonly maxMs: number;
+  /** The server's peak RSS (VmHWM) over its life, read after its last measurement: the same for a build's rows. */
+  peakRssMib: number;
+  /** Where it ran: the cgroup's description, or why there was none. */
+  readonly memory: string;
   /** Answers by status (0: none, the connection failed). */
   readonly statuses: Readonly<Record<string, number>>;
   /** The tenant's own large reviews answered in the same time, by status. */
@@ -79,7 +91,10 @@ export async function measureTenantFairness(context: FairnessContext): Promise<F
     `fairness: the tenant's pod ${(large.length / 1024 / 1024).toFixed(2)} MiB, the other team's ${(small.length / 1000).toFixed(0)} KB`,
   );
   const rows: FairnessRow[] = [];
-  for (const build of context.builds) {
+  for (const [index, build] of context.builds.entries()) {
+    const cgroup = createMemoryCgroup(`tolerator-fairness-${process.pid}-${index}`, deploymentMemoryLimitBytes(context.root));
+    const memoryCgroup = 'procsFile' in cgroup ? cgroup : undefined;
+    const memory = memoryCgroup?.description ?? `the machine's (no cgroup: ${'reason' in cgroup ? cgroup.reason : ''})`;
     const server = await startServer(
       {
         label: `fairness: ${build.label}`,
@@ -88,10 +103,13 @@ export async function measureTenantFairness(context: FairnessContext): Promise<F
         policiesDir: context.policiesDir,
         clusterStateFile: context.clusterStateFile,
         cores: 'all',
+        ...(build.serveArgs === undefined ? {} : { serveArgs: build.serveArgs }),
         ...(build.main === undefined ? {} : { main: build.main }),
+        ...(memoryCgroup === undefined ? {} : { memoryCgroup }),
       },
       context.certificate,
     );
+    const buildRows: FairnessRow[] = [];
     try {
       for (const payload of context.warmup) await checkAnswer(server, payload, context.certificate);
       for (const inFlight of inFlightCounts) {
@@ -114,12 +132,15 @@ export async function measureTenantFairness(context: FairnessContext): Promise<F
           stop.at = performance.now();
           await Promise.all(senders);
           const sorted = times.map((t) => t.ms).sort((a, b) => a - b);
-          rows.push({
+          buildRows.push({
             build: build.label,
             inFlight,
             count: times.length,
             p50Ms: sorted[Math.floor(sorted.length / 2)] ?? Number.NaN,
+            p99Ms: sorted[Math.min(sorted.length - 1, Math.ceil(sorted.length * 0.99) - 1)] ?? Number.NaN,
             maxMs: sorted.at(-1) ?? Number.NaN,
+            peakRssMib: Number.NaN,
+            memory,
             statuses: countStatuses(times),
             largeStatuses: countStatuses(largeTimes),
           });
@@ -128,8 +149,12 @@ export async function measureTenantFairness(context: FairnessContext): Promise<F
           largeAgent.destroy();
         }
       }
+      const peak = /^VmHWM:\s+(\d+)\s+kB$/m.exec(readFileSync(`/proc/${server.pid}/status`, 'utf8'))?.[1];
+      for (const row of buildRows) row.peakRssMib = Number(peak ?? Number.NaN) / 1024;
+      rows.push(...buildRows);
     } finally {
       await server.stop();
+      memoryCgroup?.remove();
     }
   }
   return rows;
@@ -189,13 +214,13 @@ export function fairnessLines(rows: readonly FairnessRow[], seconds: number): st
   return [
     "### Another team's pod while one tenant keeps 3 MiB dry runs in flight",
     '',
-    `One server per build on both cores (5,000 nodes, 10,000 namespaces, the shipped policies, the derived review workers). N connections each keep one of the tenant's 3 MiB dry-run pods in flight (validating side, \`ml\`); one more sends another team's 120 KB pod (\`shop\`: a review worker's, being over 64 KiB) one at a time, ${smallPauseMs} ms apart, for ${seconds} s. Every request carries \`?timeout=5s\`, as kube-apiserver sends the deploy/ webhooks' timeoutSeconds. Time from the client.`,
+    `One server per build on both cores (5,000 nodes, 10,000 namespaces, the shipped policies; memory: ${rows[0]?.memory ?? ''}), with the review workers it derives from that (two in 512 MiB on two CPUs) or with \`--review-workers 1\`. N connections each keep one of the tenant's 3 MiB dry-run pods in flight (validating side, \`ml\`); one more sends another team's 120 KB pod (\`shop\`: a review worker's, being over 64 KiB) one at a time, ${smallPauseMs} ms apart, for ${seconds} s. Every request carries \`?timeout=5s\`, as kube-apiserver sends the deploy/ webhooks' timeoutSeconds. Time from the client.`,
     '',
-    '| build | tenant pods in flight | other team answered | p50 ms | max ms | other team statuses | tenant statuses |',
-    '| --- | ---: | ---: | ---: | ---: | --- | --- |',
+    '| build | tenant pods in flight | other team answered | p50 ms | p99 ms | max ms | other team statuses | tenant statuses | server peak RSS MiB |',
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | ---: |',
     ...rows.map(
       (row) =>
-        `| ${row.build} | ${row.inFlight} | ${row.count} | ${ms(row.p50Ms)} | ${ms(row.maxMs)} | ${statusText(row.statuses)} | ${statusText(row.largeStatuses)} |`,
+        `| ${row.build} | ${row.inFlight} | ${row.count} | ${ms(row.p50Ms)} | ${ms(row.p99Ms)} | ${ms(row.maxMs)} | ${statusText(row.statuses)} | ${statusText(row.largeStatuses)} | ${row.peakRssMib.toFixed(1)} |`,
     ),
     '',
   ];

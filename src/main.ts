@@ -15,6 +15,7 @@ import type { BuildInfo, CommandIo } from './cli/command.js';
 import { readBuildInfo } from './build-info.js';
 import { runCli } from './cli/program.js';
 import { logFormat } from './http/log-format.js';
+import { readCgroupMemoryLimit } from './server/cgroup-memory.js';
 
 /**
  * V8's linear regexp engine takes over from a backtracking match past 50,000 backtracks. Every
@@ -70,7 +71,7 @@ const io: CommandIo = {
   homeDir: homedir(),
   stderrIsTerminal: process.stderr.isTTY,
   buildInfo,
-  constrainedMemory: () => process.constrainedMemory(),
+  constrainedMemory: () => readCgroupMemoryLimit(),
   // Every later SIGTERM and SIGINT is absorbed, not only the first: `npm start` execs the server
   // and forwards the signals it gets, so a Ctrl-C reaches the server twice (from the terminal and
   // from npm), and the second must not cut the drain short.

@@ -28,8 +28,8 @@ export interface CommandIo {
   readonly stderrIsTerminal?: boolean;
   /** What `--version` prints, read only when asked. */
   readonly buildInfo?: () => BuildInfo;
-  /** The process's cgroup memory limit (`process.constrainedMemory()`), which `serve` sizes its bounds by. */
-  readonly constrainedMemory?: () => number | undefined;
+  /** The process's cgroup memory limit and the file it was read from (src/server/cgroup-memory.ts), which `serve` sizes its bounds by. */
+  readonly constrainedMemory?: () => { readonly bytes: number; readonly file: string } | undefined;
   /** Resolves with the signal's name when the process is asked to stop (SIGTERM, SIGINT); `serve` then drains. */
   readonly untilShutdown?: () => Promise<string>;
 }

@@ -70,7 +70,7 @@ const serveFlags = {
   'review-workers': {
     kind: 'int',
     placeholder: 'N',
-    help: 'worker threads that decide reviews of more than 64 KiB, so they never hold up the others (default: from the memory limit and CPUs, at least 1; 0: every review on the main thread)',
+    help: 'worker threads that decide reviews of more than 64 KiB, so they never hold up the others (default: as many as the memory limit leaves room for at 96 MiB each beside the main thread’s reserve, at most one per CPU, at least 1: 2 in 512Mi; 0: every review on the main thread)',
   },
   'audit-interval': {
     kind: 'string',

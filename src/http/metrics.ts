@@ -18,6 +18,8 @@ export interface Metrics {
   readonly bodyBytesInFlight: Gauge;
   /** Large reviews waiting for a review worker (src/server/review-pool.ts). */
   readonly reviewQueue: Gauge;
+  /** Review worker threads: how many the replica runs (`configured`) and how many are ready now (`ready`). */
+  readonly reviewWorkers: Gauge<'state'>;
   readonly policyLoadErrors: Counter;
   readonly policiesLoaded: Gauge;
   readonly cacheSynced: Gauge<'resource'>;
@@ -69,6 +71,8 @@ export interface GaugeSources {
   readonly bodyBytesInFlight?: () => number;
   /** Read at every scrape: reviews waiting for a worker. */
   readonly reviewQueue?: () => number;
+  /** Read at every scrape: the review workers decided on at start, and those ready now. */
+  readonly reviewWorkers?: () => { readonly configured: number; readonly ready: number };
 }
 
 export interface MetricsOptions extends GaugeSources {
@@ -84,6 +88,7 @@ export function createMetrics(options: MetricsOptions): Metrics {
     featureGateState: options.featureGateState,
     bodyBytesInFlight: options.bodyBytesInFlight,
     reviewQueue: options.reviewQueue,
+    reviewWorkers: options.reviewWorkers,
   };
   if (options.collectProcessMetrics) {
     collectDefaultMetrics({ register: registry });
@@ -132,6 +137,17 @@ export function createMetrics(options: MetricsOptions): Metrics {
       registers: [registry],
       collect() {
         this.set(sources.reviewQueue?.() ?? 0);
+      },
+    }),
+    reviewWorkers: new Gauge({
+      name: 'tolerator_review_workers',
+      help: 'Review worker threads for reviews over 64 KiB: configured (derived from the memory limit at start, or --review-workers; 0: every review on the main thread) and ready (configured less any being replaced).',
+      labelNames: ['state'] as const,
+      registers: [registry],
+      collect() {
+        const workers = sources.reviewWorkers?.() ?? { configured: 0, ready: 0 };
+        this.set({ state: 'configured' }, workers.configured);
+        this.set({ state: 'ready' }, workers.ready);
       },
     }),
     policyLoadErrors: new Counter({

@@ -14,7 +14,19 @@
  *   smaller body first). So one tenant's many 3 MiB reviews delay another namespace's review by at
  *   most the reviews already being decided, never by the ones queued before it; what waits is
  *   bounded by the budget of bodies in flight (src/http/body-budget.ts), which holds a body until
- *   its review is answered.
+ *   its review is answered (and refuses one that does not fit with 503).
+ * - With several workers, no namespace is given more than half of them (rounded up) while another
+ *   namespace's review waits (`fairShare`): a worker that comes free goes to the other namespace
+ *   even when the fair queue's order would give it to the first (its lane, emptied by the workers
+ *   it took, starts again at the virtual time). With nobody else waiting a namespace may use them
+ *   all; the next review of another namespace then waits for the first of them to finish.
+ * - With several workers, a review is started beside the others only when the memory its worker
+ *   may build (estimated from its body, `reviewPeakEstimate`) fits beside theirs in the workers'
+ *   share (`reviewMemoryBytes`): in the Deployment's 512 MiB, another team's 120 KB pod is
+ *   decided beside a tenant's 3 MiB one, two 3 MiB pods one after the other. Alone, any review is
+ *   started: its worker's heap limit, sized for the worst review, holds it.
+ * - Each worker is on its own: one that dies (out of heap, a crash) or is ended (below) is
+ *   replaced alone, and the reviews the others are deciding go on.
  * - Each review has a deadline (the API server's own timeout, src/http/app.ts): one still queued
  *   then is answered 500 without being decided; one still being decided is answered 500 and its
  *   answer dropped when it comes: the worker finishes it (review work is linear in the body, a
@@ -38,6 +50,7 @@ import type { FeatureGates } from '../api/feature-gates.js';
 import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import type { ReviewAnswer, ReviewRunner } from '../admission/run-review.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
+import { reviewPeakEstimate } from '../http/transport-limits.js';
 import { emptySentNodes, nodeDelta, type SentNodes } from './node-mirror.js';
 import type { FromWorker, ToWorker, WorkerSetup } from './protocol.js';
 
@@ -58,6 +71,11 @@ export interface ReviewPoolOptions {
   readonly workerUrl?: URL;
   /** How long past its deadline a review may still run before its worker is ended (default `stuckMs`). */
   readonly stuckMs?: number;
+  /**
+   * The memory the reviews being decided at once may build, by their estimates
+   * (src/http/transport-limits.ts, `reviewPeakEstimate` and `reviewMemoryBytes`); absent: no bound.
+   */
+  readonly reviewMemoryBytes?: number;
 }
 
 export interface PoolStats {
@@ -87,6 +105,8 @@ interface Job {
   body: Uint8Array | undefined;
   /** The body's bytes: the review's cost in the fair queue. */
   readonly bytes: number;
+  /** The memory its worker may build while deciding it (`reviewPeakEstimate`). */
+  readonly cost: number;
   /** Its lane (`fairnessKey`) and its start tag in it (`FairQueue`). */
   readonly lane: string;
   start: number;
@@ -192,19 +212,28 @@ class FairQueue {
     this.size++;
   }
 
-  shift(): Job | undefined {
+  /**
+   * The review to take next (`take` takes it). A lane for which `atShare` holds is passed over
+   * while another lane has a review waiting (the pool's fair share of workers, `fairShare`); when
+   * every waiting lane is at its share, or only one waits, the best of them is next all the same.
+   */
+  next(atShare: (lane: string) => boolean = () => false): Job | undefined {
     let best: Job | undefined;
-    for (const { jobs } of this.lanes.values()) {
+    let bestOverall: Job | undefined;
+    const better = (head: Job, than: Job | undefined): boolean =>
+      than === undefined || head.start < than.start || (head.start === than.start && head.bytes < than.bytes);
+    for (const [name, { jobs }] of this.lanes) {
       const head = jobs[0];
-      if (head !== undefined && (best === undefined || head.start < best.start || (head.start === best.start && head.bytes < best.bytes))) {
-        best = head;
-      }
+      if (head === undefined) continue;
+      if (better(head, bestOverall)) bestOverall = head;
+      if (!atShare(name) && better(head, best)) best = head;
     }
-    if (best !== undefined) {
-      this.virtualTime = best.start;
-      this.remove(best);
-    }
-    return best;
+    return best ?? bestOverall;
+  }
+
+  take(job: Job): void {
+    this.virtualTime = job.start;
+    this.remove(job);
   }
 
   /** Takes `job` out; false when it was not waiting. */
@@ -284,12 +313,39 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
     }
   };
 
+  // The most workers one namespace may hold while another namespace's review waits: half of them,
+  // rounded up (one of two, two of three or four). So a tenant that keeps many large reviews in
+  // flight leaves at least half the workers to the others whenever they have work, and with one
+  // worker nothing changes (the fair queue alone orders it).
+  const fairShare = Math.ceil(options.workers / 2);
+  const held = (lane: string): number => {
+    let count = 0;
+    for (const slot of slots) if (slot.job?.lane === lane) count++;
+    return count;
+  };
+  // The memory the reviews being decided may build (`reviewMemoryBytes`): a review is started
+  // beside others only if its estimate fits beside theirs; alone, any review is started (its
+  // worker's heap limit holds it). The next review in the fair queue's order waits for the memory
+  // rather than letting a later one pass it: a stream of small reviews cannot starve a large one.
+  const budget = options.reviewMemoryBytes ?? Number.POSITIVE_INFINITY;
+  const fits = (job: Job): boolean => {
+    let inFlight = 0;
+    let count = 0;
+    for (const slot of slots) {
+      if (slot.job === undefined) continue;
+      inFlight += slot.job.cost;
+      count++;
+    }
+    return count === 0 || inFlight + job.cost <= budget;
+  };
   const dispatch = (): void => {
     for (const slot of slots) {
       if (queue.size === 0) return;
       if (!slot.ready || slot.job !== undefined) continue;
-      const job = queue.shift();
-      if (job !== undefined) run(slot, job);
+      const job = queue.next((lane) => held(lane) >= fairShare);
+      if (job === undefined || !fits(job)) return;
+      queue.take(job);
+      run(slot, job);
     }
   };
 
@@ -406,6 +462,8 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
         }
         if (!wasReady) reject(failure ?? new Error(`a review worker exited with code ${code} before it was ready`));
         if (closing) return;
+        // The memory its review held is free: a review waiting for it may go to another worker.
+        dispatch();
         if (failure !== undefined || !wasReady) {
           logger.error({ err: failure, code, wasReady }, 'review worker stopped; starting another');
         }
@@ -432,6 +490,7 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
           side,
           body,
           bytes: body.byteLength,
+          cost: reviewPeakEstimate(body.byteLength),
           lane: fairnessKey(body),
           start: 0,
           deadline,

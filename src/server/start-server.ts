@@ -28,6 +28,7 @@ import { readClientCaBundle, type ClientCaBundle } from '../http/client-ca.js';
 import { createMetrics, type Metrics } from '../http/metrics.js';
 import { generateDevelopmentCertificate, readCertificatePair, type CertificatePair } from '../http/serving-certificate.js';
 import { startTlsServer, type CertificateFiles } from '../http/tls-server.js';
+import { mebibytes } from '../admission/body-limits.js';
 import { transportLimits } from '../http/transport-limits.js';
 import { loadClusterStateFile } from '../kube/cluster-state-file.js';
 import { auditEventFor, findingKey, type EventIntent } from '../events/event-intents.js';
@@ -70,7 +71,7 @@ export interface ServerOptions {
   readonly featureGateRefreshMs: number;
   /** The memory the bounds are derived from; else the cgroup's limit (`constrainedMemory`), else the machine's. */
   readonly memoryLimitBytes?: number | undefined;
-  readonly constrainedMemory?: number | undefined;
+  readonly constrainedMemory?: { readonly bytes: number; readonly file: string } | undefined;
   /** Review worker threads; else derived from the memory and the CPUs. */
   readonly reviewWorkers?: number | undefined;
   /** The periodic audit, when asked for (it needs a cluster). */
@@ -196,7 +197,7 @@ async function assembleServer(options: ServerOptions, stack: DisposalStack): Pro
   const limits = transportLimits(
     {
       ...(options.memoryLimitBytes === undefined ? {} : { configuredMemoryBytes: options.memoryLimitBytes }),
-      constrainedMemoryBytes: options.constrainedMemory,
+      constrainedMemoryBytes: options.constrainedMemory?.bytes,
       totalMemoryBytes: totalmem(),
       cpus: availableParallelism(),
     },
@@ -217,6 +218,7 @@ async function assembleServer(options: ServerOptions, stack: DisposalStack): Pro
           await startReviewPool({
             workers: limits.reviewWorkers,
             heapMib: limits.workerHeapMib,
+            reviewMemoryBytes: limits.reviewMemoryBytes,
             settings,
             clusterFacts,
             policies: tenancy.current,
@@ -227,7 +229,22 @@ async function assembleServer(options: ServerOptions, stack: DisposalStack): Pro
           }),
           (pool) => pool.close(),
         );
-  metrics.readGaugesFrom({ reviewQueue: () => reviewPool?.stats().queued ?? 0 });
+  metrics.readGaugesFrom({
+    reviewQueue: () => reviewPool?.stats().queued ?? 0,
+    reviewWorkers: () => ({ configured: limits.reviewWorkers, ready: reviewPool?.stats().ready ?? 0 }),
+  });
+  logger.info(
+    {
+      reviewWorkers: limits.reviewWorkers,
+      memoryBytes: limits.memoryBytes,
+      memorySource: memorySource(options),
+      workerPeakBytes: limits.workerPeakBytes,
+      workerHeapMib: limits.workerHeapMib,
+      reviewMemoryBytes: limits.reviewMemoryBytes,
+      cpus: availableParallelism(),
+    },
+    `review workers: ${limits.reviewWorkers}${options.reviewWorkers === undefined ? '' : ' (--review-workers)'} (memory limit ${mebibytes(limits.memoryBytes)} from ${memorySource(options)}, per worker ${mebibytes(limits.workerPeakBytes)}, heap ${limits.workerHeapMib} MiB each)`,
+  );
 
   // What stop() asks for: readiness fails from that moment, and the listener gives the reviews in
   // flight `graceMs` once the drain's `delayMs` is over.
@@ -346,6 +363,13 @@ async function connectToCluster(options: ServerOptions): Promise<Cluster | undef
   const gates = await import('../kube/cluster-feature-gates.js');
   const { createApiRequest } = await import('../kube/api-requests.js');
   return { kubeConfig, informers, gates, createApiRequest };
+}
+
+/** Where the memory the bounds are derived from came from, for the start's log line. */
+function memorySource(options: ServerOptions): string {
+  if (options.memoryLimitBytes !== undefined) return '--memory-limit';
+  const cgroup = options.constrainedMemory;
+  return cgroup !== undefined && cgroup.bytes < totalmem() ? cgroup.file : 'the machine (no cgroup memory limit)';
 }
 
 /** Namespaces and nodes: watched in the cluster, else read from --cluster-state, else none. */

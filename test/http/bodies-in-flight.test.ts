@@ -132,21 +132,21 @@ describe('bodies in flight: a budget of body bytes and connections, derived from
   const deploymentBudget = (): BodyBudget =>
     new BodyBudget({ capacityBytes: limits.bodyBudgetBytes, smallReserveBytes: limits.smallReserveBytes, smallBodyBytes });
 
-  it('in the Deployment’s 512 MiB: 64 MiB of bodies (8 MiB of them for small ones), 963 connections, one review worker', () => {
+  it('in the Deployment’s 512 MiB: 64 MiB of bodies (8 MiB of them for small ones), 963 connections, two review workers', () => {
     assert.equal(limits.memoryBytes, deploymentMemory);
     assert.equal(limits.bodyBudgetBytes, 64 * MiB);
     assert.equal(limits.smallReserveBytes, 8 * MiB);
     assert.equal(limits.maxConnections, 963);
-    assert.equal(limits.reviewWorkers, 1);
-    // The workers' 7/16 (224 MiB) less a worker's young generation and code (48 MiB) is its heap.
-    assert.equal(limits.workerHeapMib, 176);
+    // 512 − (160 + 64 + 32 + 32) = 224 MiB for workers of 96 MiB measured peak: two.
+    assert.equal(limits.reviewWorkers, 2);
+    assert.equal(limits.workerHeapMib, workerHeapMib, 'each with the heap the worst review needs');
+    assert.equal(limits.reviewMemoryBytes, 142 * MiB, 'the share less two idle workers of 41 MiB');
     // Without a cgroup limit (Node.js 20 reports 2^64 − 1) the machine's memory counts.
     const unconstrained = transportLimits({ constrainedMemoryBytes: 2 ** 64 - 1, totalMemoryBytes: 2048 * MiB, cpus: 8 });
     assert.equal(unconstrained.memoryBytes, 2048 * MiB);
-    assert.equal(unconstrained.reviewWorkers, 4, '7/16 of 2 GiB holds four workers of 208 MiB; eight CPUs would allow seven');
-    assert.equal(unconstrained.workerHeapMib, 176, '896 MiB shared by four workers: 224 MiB each, 48 of them not heap');
+    assert.equal(unconstrained.reviewWorkers, 8, '2 GiB − 672 MiB holds fourteen workers of 96 MiB; eight CPUs allow eight');
     const large = transportLimits({ constrainedMemoryBytes: undefined, totalMemoryBytes: 24 * 1024 * MiB, cpus: 2 });
-    assert.equal(large.workerHeapMib, maxWorkerHeapMib, 'one worker in 10.5 GiB gets no more than the most a review needs, with margin');
+    assert.equal(large.workerHeapMib, maxWorkerHeapMib, 'a worker in 10 GiB gets no more than the most a review needs, with margin');
     // However little memory there is, the largest review fits in the budget and there is one worker.
     const small = transportLimits({ constrainedMemoryBytes: 128 * MiB, totalMemoryBytes: 2048 * MiB, cpus: 1 });
     assert.ok(small.bodyBudgetBytes - small.smallReserveBytes >= maxBodyBytes);

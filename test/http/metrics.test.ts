@@ -29,4 +29,16 @@ describe('createMetrics', () => {
     const text = await metrics.registry.getSingleMetricAsString('tolerator_build_info');
     assert.match(text, /^tolerator_build_info\{version="0\.1\.0",revision="0123abc",node_version="v20\.20\.2"\} 1$/m);
   });
+
+  it('exports the review workers decided at start and those ready now as tolerator_review_workers', async () => {
+    const metrics = createMetrics({ collectProcessMetrics: false });
+    const before = await metrics.registry.getSingleMetricAsString('tolerator_review_workers');
+    assert.match(before, /^tolerator_review_workers\{state="configured"\} 0$/m, 'no pool (or --review-workers 0): 0');
+    let ready = 2;
+    metrics.readGaugesFrom({ reviewWorkers: () => ({ configured: 2, ready }) });
+    ready = 1;
+    const text = await metrics.registry.getSingleMetricAsString('tolerator_review_workers');
+    assert.match(text, /^tolerator_review_workers\{state="configured"\} 2$/m);
+    assert.match(text, /^tolerator_review_workers\{state="ready"\} 1$/m, 'read at the scrape: one being replaced');
+  });
 });

@@ -11,14 +11,22 @@
  * against a served process.
  */
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request as httpRequest, type Server } from 'node:http';
 import { createServer } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { emptyClusterFacts } from '../../src/admission/cluster-facts.js';
 import { AdmissionError } from '../../src/admission/errors.js';
+import { parseFlags } from '../../src/cli/flags.js';
+import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
 import type { ReviewAnswer, ReviewRunner } from '../../src/admission/run-review.js';
 import { createApp, reviewTimeoutMs } from '../../src/http/app.js';
 import { createMetrics, type Metrics } from '../../src/http/metrics.js';
 import { smallBodyBytes } from '../../src/http/transport-limits.js';
+import { startReviewPool } from '../../src/server/review-pool.js';
+import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
 import { loadReviewFixture, pipelineFromArgs, silentLogger } from '../support/harness.js';
 
 interface Held {
@@ -188,5 +196,67 @@ describe('one review delays all the others: large reviews are decided off the ma
     assert.equal(status.reason, 'InternalError');
     assert.match(status.message, /not decided within its deadline/);
     assert.equal((await metrics.undecidedReviews.get()).values[0]?.value, undecidedBefore + 1);
+  });
+});
+
+describe('a small review is never queued behind large ones', () => {
+  it(`a review of up to ${smallBodyBytes / 1024} KiB is answered on the main thread while every review worker is busy and large reviews wait`, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'small-review-'));
+    const settings = readAdmissionSettings(parseFlags([], admissionFlags));
+    const pool = await startReviewPool({
+      workers: 2,
+      heapMib: 64,
+      settings,
+      clusterFacts: emptyClusterFacts,
+      policies: () => emptyPolicySet,
+      gates: () => settings.gates,
+      logger: silentLogger,
+      now: () => performance.now(),
+      workerUrl: new URL('../support/held-review-worker.ts', import.meta.url),
+    });
+    const server = createServer(
+      createApp({
+        pipeline: pipelineFromArgs([]),
+        logger: silentLogger,
+        metrics: createMetrics({ collectProcessMetrics: false }),
+        readiness: { check: () => ({ ready: true, reasons: [] }) },
+        now: () => performance.now(),
+        offload: pool,
+      }),
+    );
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const address = server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : 0;
+    // Large bodies the stand-in worker holds until released (test/support/held-review-worker.ts).
+    const held = (name: string, namespace: string): string =>
+      JSON.stringify({ namespace, hold: join(dir, name), padding: 'x'.repeat(3 * 1024 * 1024) });
+    const release = (name: string): void => {
+      writeFileSync(join(dir, `${name}.release`), '');
+    };
+    try {
+      const large = [post(port, '/validate', held('a0', 'tenant-a')), post(port, '/validate', held('b0', 'team-b'))];
+      await until(() => existsSync(join(dir, 'a0.started')) && existsSync(join(dir, 'b0.started')), 'both workers deciding');
+      large.push(post(port, '/validate', held('a1', 'tenant-a')));
+      await until(() => pool.stats().queued === 1, 'a third large review waiting');
+
+      const small = await post(port, '/validate', reviewOf(smallBodyBytes - 1_000));
+      assert.equal(small.status, 200);
+      assert.equal((JSON.parse(small.text) as { response: { allowed: boolean } }).response.allowed, true);
+      assert.deepEqual(
+        { busy: pool.stats().busy, queued: pool.stats().queued },
+        { busy: 2, queued: 1 },
+        'answered while every worker was busy and a large review still waited: never queued',
+      );
+      for (const name of ['a0', 'b0', 'a1']) release(name);
+      assert.deepEqual(
+        (await Promise.all(large)).map((answer) => answer.status),
+        [200, 200, 200],
+      );
+    } finally {
+      for (const name of ['a0', 'b0', 'a1']) release(name);
+      await new Promise((resolve) => server.close(resolve));
+      await pool.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadReviewFixture } from '../support/harness.js';
 import { callServe, serveStartDeadlineMs, spawnServe, startServe, type ServedProcess } from '../support/serve-process.js';
+import { availableParallelism } from 'node:os';
 
 // The development certificate is self-signed for localhost: trust it for these calls only.
 const agent = new Agent({ keepAlive: true, maxSockets: 8, rejectUnauthorized: false });
@@ -33,13 +34,19 @@ describe('tolerator serve', () => {
     agent.destroy();
   });
 
-  it('derives its bounds from --memory-limit: 1/8 of 512Mi for bodies in flight, 963 connections, one review worker', async () => {
+  it('derives its bounds from --memory-limit: 1/8 of 512Mi for bodies in flight, 963 connections, two review workers (one per CPU at most), and logs the decision', async () => {
     const bounded = await startServe(['--memory-limit', '512Mi', '--shutdown-delay', '0']);
     try {
       const serving = bounded.logs.find((entry) => entry.msg === 'tolerator serving');
+      const workers = Math.min(2, availableParallelism());
       assert.deepEqual(
         [serving?.memoryBytes, serving?.bodyBudgetBytes, serving?.maxConnections, serving?.reviewWorkers],
-        [512 * 1024 * 1024, 64 * 1024 * 1024, 963, 1],
+        [512 * 1024 * 1024, 64 * 1024 * 1024, 963, workers],
+      );
+      const decision = bounded.logs.find((entry) => typeof entry.msg === 'string' && entry.msg.startsWith('review workers:'));
+      assert.equal(
+        decision?.msg,
+        `review workers: ${workers} (memory limit 512 MiB from --memory-limit, per worker 96 MiB, heap 160 MiB each)`,
       );
     } finally {
       bounded.child.kill('SIGKILL');

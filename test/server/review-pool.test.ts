@@ -5,6 +5,9 @@
  * started), never through how long something took.
  */
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { emptyClusterFacts, type ClusterFacts } from '../../src/admission/cluster-facts.js';
 import { AdmissionError } from '../../src/admission/errors.js';
@@ -13,6 +16,7 @@ import { parseFlags } from '../../src/cli/flags.js';
 import { admissionFlags, readAdmissionSettings } from '../../src/cli/options.js';
 import { loadPolicies } from '../../src/server/tenancy-policies.js';
 import { fairnessKey, startReviewPool, type ReviewPool, type ReviewPoolOptions } from '../../src/server/review-pool.js';
+import { reviewPeakEstimate } from '../../src/http/transport-limits.js';
 import { emptyPolicySet, type PolicySet } from '../../src/tenancy/policy-set.js';
 import { policySetFromSources } from '../../src/tenancy/policy-directory.js';
 import { loadReviewFixture, silentLogger } from '../support/harness.js';
@@ -175,6 +179,146 @@ describe('the review pool: deadlines, a worker that dies, and what a worker deci
     await reviews.close();
     await waiting;
     await held.catch(() => undefined);
+  });
+});
+
+/**
+ * Reviews the stand-in worker holds until the test lets them go (`{ "hold": path }`): which are
+ * being decided at once is read from the files the worker writes, so nothing depends on time.
+ */
+function latches(): {
+  body: (name: string, namespace: string, bytes: number) => Buffer;
+  started: (name: string) => boolean;
+  threadOf: (name: string) => number;
+  release: (name: string) => void;
+  releaseAll: () => void;
+} {
+  const dir = mkdtempSync(join(tmpdir(), 'review-pool-'));
+  const names = new Set<string>();
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const path = (name: string): string => join(dir, name);
+  const release = (name: string): void => {
+    writeFileSync(`${path(name)}.release`, '');
+  };
+  return {
+    body: (name, namespace, bytes) => {
+      names.add(name);
+      return command({ namespace, hold: path(name), padding: 'x'.repeat(bytes) });
+    },
+    started: (name) => existsSync(`${path(name)}.started`),
+    threadOf: (name) => Number(readFileSync(`${path(name)}.started`, 'utf8')),
+    release,
+    releaseAll: () => {
+      for (const name of names) release(name);
+    },
+  };
+}
+
+const threadOf = (answer: { payload: string }): number => (JSON.parse(answer.payload) as { threadId: number }).threadId;
+const threeMiB = 3 * 1024 * 1024;
+
+describe('several review workers: concurrency, the fair share, and one worker lost at a time', { timeout: 120_000 }, () => {
+  it('two large reviews of different namespaces are decided at once, by two workers', async () => {
+    const reviews = await pool({ workers: 2 });
+    const latch = latches();
+    const a = reviews.review('validate', latch.body('a', 'tenant-a', threeMiB), far());
+    const b = reviews.review('validate', latch.body('b', 'team-b', threeMiB), far());
+    try {
+      await until(() => latch.started('a') && latch.started('b'), 'both reviews being decided');
+      assert.equal(reviews.stats().busy, 2);
+      assert.equal(reviews.stats().queued, 0);
+      assert.notEqual(latch.threadOf('a'), latch.threadOf('b'), 'each on a worker of its own');
+    } finally {
+      latch.releaseAll();
+    }
+    const [answerA, answerB] = await Promise.all([a, b]);
+    assert.equal(threadOf(answerA), latch.threadOf('a'));
+    assert.equal(threadOf(answerB), latch.threadOf('b'));
+  });
+
+  it('one namespace holds no more than half the workers (rounded up) while another namespace waits', async () => {
+    const reviews = await pool({ workers: 2 });
+    const latch = latches();
+    try {
+      // Nobody else waits: the tenant may use both workers.
+      const a0 = reviews.review('validate', latch.body('a0', 'tenant-a', threeMiB), far());
+      const a1 = reviews.review('validate', latch.body('a1', 'tenant-a', threeMiB), far());
+      await until(() => latch.started('a0') && latch.started('a1'), 'the tenant on both workers');
+      // Another team's review, then one more of the tenant's, smaller: the fair queue alone would
+      // give the next free worker to the tenant (its emptied lane starts again at the virtual
+      // time, as the other team's does, and the smaller body goes first between equals).
+      const b0 = reviews.review('validate', latch.body('b0', 'team-b', threeMiB + 1_000), far());
+      const a2 = reviews.review('validate', latch.body('a2', 'tenant-a', threeMiB), far());
+      await until(() => reviews.stats().queued === 2, 'both waiting');
+      latch.release('a0');
+      await a0;
+      await until(() => latch.started('b0') || latch.started('a2'), 'the free worker given a review');
+      assert.equal(reviews.stats().queued, 1);
+      assert.ok(latch.started('b0'), "the other team's review took the free worker");
+      assert.ok(!latch.started('a2'), "the tenant's third review waits: it holds one of two workers while team-b waits");
+      latch.releaseAll();
+      await Promise.all([a1, b0, a2]);
+    } finally {
+      latch.releaseAll();
+    }
+  });
+
+  it("a review is started beside another only if the memory both may build fits the workers' share; a smaller one then goes beside it", async () => {
+    // 100 MiB for the reviews at once: a 2 MiB body is estimated at 88 MiB, a 120 KB one at 5.0.
+    assert.equal(reviewPeakEstimate(2 * 1024 * 1024), 88 * 1024 * 1024);
+    const reviews = await pool({ workers: 2, reviewMemoryBytes: 100 * 1024 * 1024 });
+    const latch = latches();
+    try {
+      const a0 = reviews.review('validate', latch.body('a0', 'tenant-a', 2 * 1024 * 1024), far());
+      await until(() => latch.started('a0'), 'the first large review being decided');
+      const b0 = reviews.review('validate', latch.body('b0', 'team-b', 2 * 1024 * 1024), far());
+      await until(() => reviews.stats().queued === 1, 'the second waiting');
+      // A worker is free, but 88 + 88 MiB do not fit in 100: the second waits for the first.
+      assert.equal(reviews.stats().busy, 1);
+      assert.ok(!latch.started('b0'));
+      latch.release('a0');
+      await a0;
+      await until(() => latch.started('b0'), 'the second decided once the first is answered');
+      // Beside it, a 120 KB review fits (88 + 5.0): it is decided at once, on the other worker.
+      const c0 = reviews.review('validate', latch.body('c0', 'team-c', 120_000), far());
+      await until(() => latch.started('c0'), 'the small one beside the large one');
+      assert.equal(reviews.stats().busy, 2);
+      assert.notEqual(latch.threadOf('c0'), latch.threadOf('b0'));
+      latch.releaseAll();
+      await Promise.all([b0, c0]);
+    } finally {
+      latch.releaseAll();
+    }
+  });
+
+  it("a worker that dies or is ended is replaced alone: the other worker's review goes on", async () => {
+    const reviews = await pool({ workers: 2, heapMib: 32, stuckMs: 200 });
+    const latch = latches();
+    try {
+      const kept = reviews.review('validate', latch.body('kept', 'tenant-a', 1_000), far());
+      await until(() => latch.started('kept'), 'one worker deciding a review');
+      // The other worker runs out of heap: that review is answered 500 and only that worker replaced.
+      await assert.rejects(
+        reviews.review('validate', command({ namespace: 'team-b', allocate: true }), far()),
+        couldNotDecide(/more than the 32 MiB heap/),
+      );
+      await until(() => reviews.stats().started === 3 && reviews.stats().ready === 2, 'the dead worker replaced');
+      // Its replacement is ended for a review stuck past its deadline: replaced alone again.
+      const stuck = reviews.review('validate', command({ namespace: 'team-b', holdMs: 30_000 }), performance.now() + 100);
+      await assert.rejects(stuck, couldNotDecide(/not decided within its deadline/));
+      await until(() => reviews.stats().started === 4 && reviews.stats().ready === 2, 'the ended worker replaced');
+      assert.equal(reviews.stats().ended, 1);
+      // Through both, the first worker kept its review: it answers it now, the first it received.
+      assert.equal(reviews.stats().busy, 1);
+      latch.release('kept');
+      const answer = await kept;
+      assert.equal(threadOf(answer), latch.threadOf('kept'));
+      assert.equal(received(answer), 1);
+    } finally {
+      latch.releaseAll();
+    }
   });
 });
 

@@ -5,11 +5,14 @@
  *
  * - `{ "holdMs": n }`: block the thread for n ms (Atomics.wait: like a review's synchronous work,
  *   nothing else runs on the worker meanwhile), then answer;
+ * - `{ "hold": "path" }`: create `path.started`, then block until the test creates `path.release`:
+ *   which reviews are being decided at once is then a matter of files, not of time;
  * - `{ "allocate": true }`: allocate until the worker's heap limit ends it;
  * - `{ "throw": "text" }`: fail as a plugin that throws would.
  *
  * Every answer's payload says how many reviews this worker has received, and its thread id.
  */
+import { existsSync, writeFileSync } from 'node:fs';
 import { parentPort, threadId } from 'node:worker_threads';
 import type { FromWorker, ToWorker } from '../../src/server/protocol.js';
 
@@ -23,7 +26,16 @@ const send = (message: FromWorker): void => {
 port.on('message', (message: ToWorker) => {
   if (message.type !== 'review') return;
   received++;
-  const command = JSON.parse(new TextDecoder().decode(message.body)) as { holdMs?: number; allocate?: boolean; throw?: string };
+  const command = JSON.parse(new TextDecoder().decode(message.body)) as {
+    holdMs?: number;
+    hold?: string;
+    allocate?: boolean;
+    throw?: string;
+  };
+  if (command.hold !== undefined) {
+    writeFileSync(`${command.hold}.started`, String(threadId));
+    while (!existsSync(`${command.hold}.release`)) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+  }
   if (command.holdMs !== undefined) {
     Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, command.holdMs);
   }
