@@ -85,7 +85,7 @@ export function main(argv: readonly string[]): number {
       toolchain: KARPENTER_TOOLCHAIN,
       digestInputs: [ldflags, KARPENTER_CRD_FOLDERS.join(',')],
       outputs: [KARPENTER_BINARY, 'crds'],
-      coldCost: 'about 4 minutes of CPU: 2-3 minutes on two idle cores',
+      coldCost: 'about 5 minutes of CPU, and the first time a 73 MB download of the toolchain',
       build: (partial) => {
         const built = run(
           'go',
