@@ -5,13 +5,14 @@
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFileSync, cpSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fakeGo, type FakeGo } from '../support/fake-go.js';
 import { KARPENTER_TOOLCHAIN, karpenterLdflags, karpenterPin } from './karpenter-build.js';
-import { toolchainSwitchProblem } from './pinned-build.js';
+import { LOCAL_TOOLCHAIN, buildDigest, toolchainSwitchProblem } from './pinned-build.js';
 
 const root = join(import.meta.dirname, '..', '..');
 
@@ -130,6 +131,20 @@ describe('karpenter:build', () => {
       toolchainSwitchProblem('go1.27.3', undefined),
       'Go is not installed (the module builds with the toolchain go1.27.3, which Go 1.21 or later fetches)',
     );
+  });
+
+  it('the build digest covers the named toolchain, and a tool built with the installed Go keeps the digest it had before toolchains were named', () => {
+    const inputs = ['-s -w', 'kwok/charts/crds,kwok/apis/crds'];
+    const local = buildDigest('go.mod', 'go.sum', 'go1.26.8', LOCAL_TOOLCHAIN, inputs);
+    assert.equal(
+      local,
+      createHash('sha256')
+        .update(['go.mod', 'go.sum', 'go1.26.8', ...inputs].join('\0'))
+        .digest('hex'),
+    );
+    const named = buildDigest('go.mod', 'go.sum', 'go1.27.3', KARPENTER_TOOLCHAIN, inputs);
+    assert.notEqual(named, buildDigest('go.mod', 'go.sum', 'go1.27.3', LOCAL_TOOLCHAIN, inputs));
+    assert.notEqual(named, buildDigest('go.mod', 'go.sum', 'go1.27.3', 'go1.27.3+auto', inputs));
   });
 
   it('reads the pinned sigs.k8s.io/karpenter from the go.mod, and stamps it as the operator version', () => {

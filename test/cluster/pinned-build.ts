@@ -140,6 +140,18 @@ export function sizeOf(dir: string): string {
   return du.status === 0 ? (du.stdout.split('\t')[0] ?? '?') : '?';
 }
 
+/**
+ * What bin/BUILD holds: a digest of go.mod, go.sum, the version of the Go that builds, the
+ * toolchain when one is named, and the tool's own inputs. `local` adds nothing, so the digests of
+ * the tools built with the installed Go are those of the builds made before toolchains were named.
+ */
+export function buildDigest(goMod: string, goSum: string, goVersion: string, toolchain: string, inputs: readonly string[]): string {
+  const named = toolchain === LOCAL_TOOLCHAIN ? [] : [`GOTOOLCHAIN=${toolchain}`];
+  return createHash('sha256')
+    .update([goMod, goSum, goVersion, ...named, ...inputs].join('\0'))
+    .digest('hex');
+}
+
 export interface PinnedTool {
   /** The npm script, the prefix of every line: `kwok:build`. */
   readonly script: string;
@@ -189,19 +201,7 @@ export function buildPinnedTool(tool: PinnedTool, force: boolean): number {
     }
     goVersion = fetched.version;
   }
-  const digest = createHash('sha256')
-    // A named toolchain is part of what is built with; `local` adds nothing, so the digests of the
-    // tools built with the installed Go are those of the builds made before toolchains were named.
-    .update(
-      [
-        goMod,
-        readFileSync(join(tool.moduleDir, 'go.sum'), 'utf8'),
-        goVersion,
-        ...(toolchain === LOCAL_TOOLCHAIN ? [] : [`GOTOOLCHAIN=${toolchain}`]),
-        ...tool.digestInputs,
-      ].join('\0'),
-    )
-    .digest('hex');
+  const digest = buildDigest(goMod, readFileSync(join(tool.moduleDir, 'go.sum'), 'utf8'), goVersion, toolchain, tool.digestInputs);
   const where = relative(REPO_ROOT, tool.binDir);
   const buildFile = join(tool.binDir, 'BUILD');
   const complete = [...tool.outputs, 'VERSION'].every((name) => existsSync(join(tool.binDir, name)));
