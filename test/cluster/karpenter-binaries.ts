@@ -29,7 +29,7 @@ export function karpenterBinDir(): string {
 
 export interface KarpenterBuild {
   readonly dir: string;
-  /** The sigs.k8s.io/karpenter version built, e.g. v1.14.1. */
+  /** The sigs.k8s.io/karpenter version built, e.g. v1.15.0. */
   readonly version: string;
   readonly binary: string;
   /** The CRD files, sorted. */

@@ -7,8 +7,9 @@
  * Go toolchain's version, and what the tool adds: its flags, the files it copies); when it
  * matches and every expected file is there, nothing is built. Everything is built into a fresh
  * `bin.partial/` beside bin/, renamed over it when complete, so an interrupted build never leaves
- * a bin/ that looks complete. Exit codes: 0 built or up to date, 2 no Go or a Go older than the
- * module's `go` line, 1 the build failed.
+ * a bin/ that looks complete. Exit codes: 0 built or up to date, 2 no Go, a Go older than the
+ * module's `go` line, or (for a tool built with a pinned toolchain) a Go that cannot switch
+ * toolchains or a toolchain that cannot be fetched; 1 the build failed.
  */
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -16,14 +17,56 @@ import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync 
 import { join, relative } from 'node:path';
 import { REPO_ROOT } from './binaries.js';
 
+/** GOTOOLCHAIN=local: the Go that is installed, never a downloaded one. */
+export const LOCAL_TOOLCHAIN = 'local';
+
 /**
  * The environment of every `go` command here. CGO off: static binaries that need no C toolchain;
- * GOTOOLCHAIN=local: build with the Go that is installed rather than downloading the one go.mod
- * names (and, for a query, not have an older `go` download a newer toolchain and answer for it,
- * which the build never runs); -mod=readonly: go.sum is the pin, a build never rewrites it.
+ * GOTOOLCHAIN: `local` by default, to build with the Go that is installed rather than downloading
+ * the one go.mod names (and, for a query, not have an older `go` download a newer toolchain and
+ * answer for it, which the build never runs); a tool whose module needs a newer Go than this
+ * project's machines have names its one toolchain instead (karpenter-build.ts), which the
+ * installed `go` fetches from the Go module proxy and runs; -mod=readonly: go.sum is the pin, a
+ * build never rewrites it.
  */
-export function goEnv(): NodeJS.ProcessEnv {
-  return { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' };
+export function goEnv(toolchain: string = LOCAL_TOOLCHAIN): NodeJS.ProcessEnv {
+  return { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: toolchain, GOFLAGS: '-mod=readonly' };
+}
+
+/** Go 1.21 is the first `go` that honours GOTOOLCHAIN (go.dev/doc/toolchain); an older one ignores it and builds itself. */
+const FIRST_SWITCHING_GO = [1, 21] as const;
+
+/**
+ * Why the installed Go cannot run `toolchain` (GOTOOLCHAIN=go1.27.3) for a module, or undefined
+ * when it can: none installed, or one older than Go 1.21, which ignores GOTOOLCHAIN and would
+ * build with itself. `goVersion` is `go env GOVERSION` asked with GOTOOLCHAIN=local.
+ */
+export function toolchainSwitchProblem(toolchain: string, goVersion: string | undefined): string | undefined {
+  const need = `Go ${FIRST_SWITCHING_GO.join('.')} or later`;
+  if (goVersion === undefined) return `Go is not installed (the module builds with the toolchain ${toolchain}, which ${need} fetches)`;
+  const installed = /^go(\d+)\.(\d+)/.exec(goVersion);
+  if (installed === null) return undefined;
+  const [major, minor] = [Number(installed[1]), Number(installed[2])];
+  if (major > FIRST_SWITCHING_GO[0] || (major === FIRST_SWITCHING_GO[0] && minor >= FIRST_SWITCHING_GO[1])) return undefined;
+  return `Go ${goVersion.slice(2)} is installed, which cannot switch to the toolchain ${toolchain} the module builds with (${need} can)`;
+}
+
+/**
+ * Has the installed `go` fetch `toolchain` (from the Go module proxy, into the module cache, the
+ * first time: about 76 MB) and report its version: the version, or why it could not, in one line.
+ */
+export function fetchToolchain(toolchain: string, moduleDir: string): { readonly version: string } | { readonly error: string } {
+  const result = spawnSync('go', ['env', 'GOVERSION'], { cwd: moduleDir, encoding: 'utf8', env: goEnv(toolchain) });
+  const reported = result.status === 0 ? result.stdout.trim() : undefined;
+  if (reported === toolchain) return { version: reported };
+  const why =
+    reported === undefined
+      ? (`${result.error?.message ?? ''}\n${result.stderr}`.trim().split('\n').at(-1) ?? '').trim()
+      : `GOTOOLCHAIN=${toolchain} ran ${reported}`;
+  const proxy = process.env.GOPROXY;
+  return {
+    error: `could not fetch the Go toolchain ${toolchain}${proxy === undefined ? '' : ` (GOPROXY=${proxy})`}: ${why.slice(0, 300)}`,
+  };
 }
 
 /**
@@ -55,9 +98,18 @@ export function installedGoVersion(moduleDir: string): string | undefined {
   return goOutput(['env', 'GOVERSION'], moduleDir);
 }
 
-/** Why this machine's Go cannot build the module in `moduleDir`, or undefined when it can. */
-export function goCannotBuild(moduleDir: string): string | undefined {
-  return goToolchainProblem(readFileSync(join(moduleDir, 'go.mod'), 'utf8'), installedGoVersion(moduleDir));
+/**
+ * Why this machine's Go cannot build the module in `moduleDir` with `toolchain`, or undefined when
+ * it can: with `local`, the installed Go against the module's `go` line; with a named toolchain,
+ * whether the installed Go can switch to it and fetch it (which fetches it, once).
+ */
+export function goCannotBuild(moduleDir: string, toolchain: string = LOCAL_TOOLCHAIN): string | undefined {
+  const installed = installedGoVersion(moduleDir);
+  if (toolchain === LOCAL_TOOLCHAIN) return goToolchainProblem(readFileSync(join(moduleDir, 'go.mod'), 'utf8'), installed);
+  const switchProblem = toolchainSwitchProblem(toolchain, installed);
+  if (switchProblem !== undefined) return switchProblem;
+  const fetched = fetchToolchain(toolchain, moduleDir);
+  return 'error' in fetched ? fetched.error : undefined;
 }
 
 /** Runs a command with its output on this process's; its exit status. */
@@ -68,14 +120,14 @@ export function run(command: string, args: readonly string[], cwd: string, env: 
 }
 
 /** A `go` command's trimmed standard output, or undefined when it failed. */
-export function goOutput(args: readonly string[], cwd: string): string | undefined {
-  const result = spawnSync('go', args, { cwd, encoding: 'utf8', env: goEnv() });
+export function goOutput(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = goEnv()): string | undefined {
+  const result = spawnSync('go', args, { cwd, encoding: 'utf8', env });
   return result.status === 0 ? result.stdout.trim() : undefined;
 }
 
 /** A `go … -json` command's object, or undefined (its stderr passed on) when it failed. */
-export function goJson(args: readonly string[], cwd: string): Record<string, unknown> | undefined {
-  const result = spawnSync('go', args, { cwd, encoding: 'utf8', env: goEnv() });
+export function goJson(args: readonly string[], cwd: string, env: NodeJS.ProcessEnv = goEnv()): Record<string, unknown> | undefined {
+  const result = spawnSync('go', args, { cwd, encoding: 'utf8', env });
   if (result.status !== 0) {
     process.stderr.write(result.stderr);
     return undefined;
@@ -86,6 +138,18 @@ export function goJson(args: readonly string[], cwd: string): Record<string, unk
 export function sizeOf(dir: string): string {
   const du = spawnSync('du', ['-sh', dir], { encoding: 'utf8' });
   return du.status === 0 ? (du.stdout.split('\t')[0] ?? '?') : '?';
+}
+
+/**
+ * What bin/BUILD holds: a digest of go.mod, go.sum, the version of the Go that builds, the
+ * toolchain when one is named, and the tool's own inputs. `local` adds nothing, so the digests of
+ * the tools built with the installed Go are those of the builds made before toolchains were named.
+ */
+export function buildDigest(goMod: string, goSum: string, goVersion: string, toolchain: string, inputs: readonly string[]): string {
+  const named = toolchain === LOCAL_TOOLCHAIN ? [] : [`GOTOOLCHAIN=${toolchain}`];
+  return createHash('sha256')
+    .update([goMod, goSum, goVersion, ...named, ...inputs].join('\0'))
+    .digest('hex');
 }
 
 export interface PinnedTool {
@@ -102,6 +166,11 @@ export interface PinnedTool {
   readonly digestInputs: readonly string[];
   /** The files bin/ must hold (besides VERSION and BUILD) to count as built. */
   readonly outputs: readonly string[];
+  /**
+   * The GOTOOLCHAIN its `go` commands run with (`build` passes goEnv(toolchain) itself):
+   * LOCAL_TOOLCHAIN unless its module needs a newer Go than this project's machines have.
+   */
+  readonly toolchain?: string;
   /** What a cold build costs, said before it starts: `about 3 minutes of CPU`. */
   readonly coldCost: string;
   /**
@@ -114,15 +183,25 @@ export interface PinnedTool {
 /** Builds `tool` unless bin/BUILD says it is built already (`force`: build anyway); an exit code. */
 export function buildPinnedTool(tool: PinnedTool, force: boolean): number {
   const goMod = readFileSync(join(tool.moduleDir, 'go.mod'), 'utf8');
-  const goVersion = installedGoVersion(tool.moduleDir);
-  const goProblem = goToolchainProblem(goMod, goVersion);
-  if (goProblem !== undefined || goVersion === undefined) {
+  const toolchain = tool.toolchain ?? LOCAL_TOOLCHAIN;
+  const installed = installedGoVersion(tool.moduleDir);
+  const goProblem = toolchain === LOCAL_TOOLCHAIN ? goToolchainProblem(goMod, installed) : toolchainSwitchProblem(toolchain, installed);
+  if (goProblem !== undefined || installed === undefined) {
     console.error(`${tool.script}: ${goProblem ?? 'Go is not installed'}`);
     return 2;
   }
-  const digest = createHash('sha256')
-    .update([goMod, readFileSync(join(tool.moduleDir, 'go.sum'), 'utf8'), goVersion, ...tool.digestInputs].join('\0'))
-    .digest('hex');
+  // The Go that builds: the installed one, or the named toolchain, fetched here (once) so that a
+  // machine that cannot fetch it is told in one line before anything is built.
+  let goVersion = installed;
+  if (toolchain !== LOCAL_TOOLCHAIN) {
+    const fetched = fetchToolchain(toolchain, tool.moduleDir);
+    if ('error' in fetched) {
+      console.error(`${tool.script}: ${fetched.error}`);
+      return 2;
+    }
+    goVersion = fetched.version;
+  }
+  const digest = buildDigest(goMod, readFileSync(join(tool.moduleDir, 'go.sum'), 'utf8'), goVersion, toolchain, tool.digestInputs);
   const where = relative(REPO_ROOT, tool.binDir);
   const buildFile = join(tool.binDir, 'BUILD');
   const complete = [...tool.outputs, 'VERSION'].every((name) => existsSync(join(tool.binDir, name)));
@@ -146,8 +225,8 @@ export function buildPinnedTool(tool: PinnedTool, force: boolean): number {
   rmSync(tool.binDir, { recursive: true, force: true });
   renameSync(partial, tool.binDir);
   const seconds = Math.round((Date.now() - started) / 1000);
-  const modCache = goOutput(['env', 'GOMODCACHE'], tool.moduleDir);
-  const buildCache = goOutput(['env', 'GOCACHE'], tool.moduleDir);
+  const modCache = goOutput(['env', 'GOMODCACHE'], tool.moduleDir, goEnv(toolchain));
+  const buildCache = goOutput(['env', 'GOCACHE'], tool.moduleDir, goEnv(toolchain));
   console.log(
     `${tool.script}: built ${tool.title} in ${seconds} s` +
       ` (${built.detail === undefined ? '' : `${built.detail}, `}bin ${sizeOf(tool.binDir)}, module cache ${modCache === undefined ? '?' : sizeOf(modCache)}, build cache ${buildCache === undefined ? '?' : sizeOf(buildCache)})`,

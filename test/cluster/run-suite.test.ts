@@ -164,9 +164,9 @@ describe('npm run test:e2e', () => {
     }
   });
 
-  it('a Karpenter suite where Go is too old for tools/karpenter and it is not built: left out with one line, the others run; a failure with TOLERATOR_REQUIRE_CONTROL_PLANE=1', () => {
-    // Go 1.26.0 builds kwok (go 1.26.0) but not Karpenter (go 1.26.6).
-    const go = fakeGo('go1.26.0');
+  it("a Karpenter suite where tools/karpenter's toolchain (go1.27.3) cannot be fetched and it is not built: left out with one line, the others run; a failure with TOLERATOR_REQUIRE_CONTROL_PLANE=1", () => {
+    // Go 1.26.8 builds kwok (go 1.26.0) and can switch toolchains, but the stand-in fetches none.
+    const go = fakeGo('go1.26.8');
     const bin = mkdtempSync(join(tmpdir(), 'tolerator-named-bin-'));
     try {
       const files = ['test/fixtures/e2e/needs-karpenter.e2e.ts', 'test/fixtures/e2e/passes.e2e.ts'];
@@ -176,8 +176,10 @@ describe('npm run test:e2e', () => {
       assert.equal(skipped.status, 0, skipped.output);
       assert.match(
         skipped.output,
-        /^e2e: 1 karpenter suites skipped \(test\/fixtures\/e2e\/needs-karpenter\.e2e\.ts\): Go 1\.26\.0 is installed, and the module needs Go 1\.26\.6 or later, so karpenter cannot be built \(TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure\)$/m,
+        /^e2e: 1 karpenter suites skipped \(test\/fixtures\/e2e\/needs-karpenter\.e2e\.ts\): could not fetch the Go toolchain go1\.27\.3(?: \(GOPROXY=[^)]*\))?: go: download go1\.27\.3 for linux\/amd64: toolchain not available, so karpenter cannot be built \(TOLERATOR_REQUIRE_CONTROL_PLANE=1 makes this a failure\)$/m,
       );
+      // The skip check asks with the build's toolchain, as the build would.
+      assert.ok(go.calls().includes('go1.27.3 env GOVERSION'), go.calls().join('\n'));
       assert.match(skipped.output, /^ℹ pass 1$/m);
       assert.doesNotMatch(skipped.output, /runs with karpenter/);
       const required = runSuite(files, { ...env, ...named, TOLERATOR_REQUIRE_CONTROL_PLANE: '1' });
