@@ -32,7 +32,7 @@
 import type { JsonObject, Pod, Toleration } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { tolerationsOf, withTolerations } from '../tolerations/pod-tolerations.js';
-import { isQualifiedName } from '../validation/name-validation.js';
+import { isValidQualifiedName } from '../validation/name-validation.js';
 import type { AdmissionAttributes, MutatingPlugin, MutationOutcome, PluginContext } from './plugin.js';
 import { isPodCreateOrUpdate } from './plugin.js';
 
@@ -51,7 +51,7 @@ export function isExtendedResourceName(name: string): boolean {
   if (isNativeResource(name) || name.startsWith(requestsPrefix)) {
     return false;
   }
-  return isQualifiedName(`${requestsPrefix}${name}`).length === 0;
+  return isValidQualifiedName(`${requestsPrefix}${name}`);
 }
 
 /** The toleration upstream adds for an extended resource. */
