@@ -259,6 +259,26 @@ describe('tolerator against the in-tree ExtendedResourceToleration, on generated
   const memoryPressure = { key: 'node.kubernetes.io/memory-pressure', operator: 'Exists', effect: 'NoSchedule' };
   const added = { key: 'a.b/c', operator: 'Exists', effect: 'NoSchedule' };
 
+  it('the equal toleration carrying tolerationSeconds is replaced in place, the pod stored, in-tree and by tolerator; native names (a kubernetes.io domain, the DRA device class name) get nothing', async () => {
+    const withSeconds = { ...added, tolerationSeconds: 30 };
+    const other = { key: 'example.com/other', operator: 'Exists', effect: 'NoSchedule' };
+    const answers = await answersFor({
+      ...plainCase,
+      containers: [
+        [
+          { name: 'a.b/c', ask: 'limits', variant: 0 },
+          { name: 'example.kubernetes.io/foo', ask: 'limits', variant: 0 },
+          { name: 'deviceclass.resource.kubernetes.io/gpu-class', ask: 'limits', variant: 0 },
+        ],
+      ],
+      tolerations: [withSeconds, other, withSeconds],
+    });
+    const stored = { stored: { tolerations: [added, other, added, notReady, unreachable], nodeSelector: undefined } };
+    assert.deepEqual(answers.create.reference, stored);
+    assert.deepEqual(answers.create.subject, stored);
+    assert.deepEqual(answers.create.both, stored);
+  });
+
   it('deliberate difference whitelist-refused-before-validation: in-tree and tolerator together refuse a toleration the in-tree plugin added outside the whitelist at the mutating webhook, before validation', async () => {
     const answers = await answersFor({ ...plainCase, whitelist: 'gpu-only', ephemeral: [] });
     assert.ok('refused' in answers.create.reference && answers.create.reference.refused.code === 422);
