@@ -158,10 +158,19 @@ export const DELIBERATE_DIFFERENCES = {
    * ExtendedResourceToleration toleration that an `Exists` without effect covers is dropped and
    * appended again by the plugin after it, where tolerator keeps it in place (the same tolerations
    * in another order); or the API server refuses the update ("existing toleration can not be
-   * modified") that tolerator lets through. Only for the answers to an UPDATE.
+   * modified") that tolerator lets through; or both refuse an invalid toleration, naming another
+   * index. Only for the answers to an UPDATE.
    */
   'update-appends-only': (reference: Answer, got: Answer): boolean => {
-    if (!('stored' in got)) return false;
+    if (!('stored' in got)) {
+      // Refused either way for one of its tolerations, the error naming another index (upstream
+      // dropped some before it).
+      const want = refusalOf(reference);
+      const have = refusalOf(got);
+      return (
+        want?.code === 422 && have?.code === 422 && withoutTolerationIndex(canonical(want)) === withoutTolerationIndex(canonical(have))
+      );
+    }
     if ('stored' in reference) {
       const [have, want] = [tolerationsIn(got), tolerationsIn(reference)];
       return dropsOnlyCovered(have, want) || sameInAnotherOrder(have, want);
