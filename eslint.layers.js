@@ -27,7 +27,7 @@ const ioModules = [
 /** The edge, as seen from a pure folder one level below src/. */
 const edgeFolders = ['../admission/*', '../http/*', '../kube/*', '../server/*', '../cli/*', '../main.js'];
 
-const pureFolders = ['tolerations', 'scheduling', 'tenancy', 'plugins', 'api', 'validation', 'audit', 'export', 'certificates'];
+const pureFolders = ['tolerations', 'scheduling', 'tenancy', 'plugins', 'api', 'validation', 'audit', 'export', 'certificates', 'events'];
 
 /**
  * @param {readonly string[]} extraPatterns

@@ -8,6 +8,7 @@
  * `ReviewRunner`, which the HTTP app takes.
  */
 import { clipText } from '../api/text-bounds.js';
+import { admissionEventFor, type EventIntent } from '../events/event-intents.js';
 import type { PluginName } from '../plugins/plugin.js';
 import type { Pipeline, ReviewTrace, WebhookSide } from './pipeline.js';
 import { buildAdmissionResponse, type AdmissionDecision, type AdmissionReviewResponse } from './response.js';
@@ -93,6 +94,8 @@ export interface ReviewSummary {
   readonly plugins: readonly PluginName[];
   readonly deniedBy: PluginName | undefined;
   readonly patchOperations: number;
+  /** The Event this answer produces with `serve --emit-events` (src/events/event-intents.ts), written on the main thread. */
+  readonly event?: EventIntent | undefined;
 }
 
 /**
@@ -113,6 +116,7 @@ export function summarizeReview({ parsed, decision, trace, response }: ReviewRun
     plugins: trace.plugins,
     deniedBy: trace.deniedBy,
     patchOperations: decision.patch?.length ?? 0,
+    event: decision.allowed ? undefined : admissionEventFor(attributes, { allowed: false, message: decision.status?.message }),
   };
 }
 

@@ -82,6 +82,10 @@ const serveFlags = {
     placeholder: 'NAMESPACE/NAME',
     help: `with --audit-interval: the coordination.k8s.io Lease that elects the one replica that audits (default ${defaultAuditLease}; '' for none: every replica audits)`,
   },
+  'emit-events': {
+    kind: 'boolean',
+    help: 'write Kubernetes Events (events.k8s.io/v1, reason PolicyViolation) for denials of workload templates and of the pods and Jobs their controllers create, and for --audit-interval findings; rate-limited, needs a cluster and RBAC to create and patch events (off by default)',
+  },
   'certificate-secret': {
     kind: 'string',
     placeholder: 'NAMESPACE/NAME',
@@ -191,6 +195,7 @@ async function serve(flags: ParsedFlags, io: CommandIo): Promise<number> {
     constrainedMemory: io.constrainedMemory?.(),
     reviewWorkers: workers === undefined ? undefined : Number(workers),
     audit,
+    emitEvents: flags.values.get('emit-events') === true,
   });
   const signal = await shutdown;
   logger.info({ signal }, 'signal received');

@@ -15,6 +15,7 @@ import { AdmissionError, toStatusBody } from '../admission/errors.js';
 import { clipText } from '../api/text-bounds.js';
 import type { Pipeline, WebhookSide } from '../admission/pipeline.js';
 import type { ReviewRunner } from '../admission/run-review.js';
+import type { EventIntent } from '../events/event-intents.js';
 import { answerReview } from '../admission/answer-review.js';
 import type { BodyBudget, BodyReservation } from './body-budget.js';
 import { maxBodyBytes, mebibytes } from '../admission/body-limits.js';
@@ -55,6 +56,11 @@ export interface AppDependencies {
   readonly offload?: ReviewRunner;
   /** The largest body decided on this thread when there is an offload (default: src/http/transport-limits.ts). */
   readonly smallBodyBytes?: number;
+  /**
+   * Takes the Event a denial produces (`serve --emit-events`, src/kube/event-recorder.ts), called
+   * once the answer is written; it returns at once and never changes the answer.
+   */
+  readonly recordEvent?: (event: EventIntent) => void;
 }
 
 export function createApp(deps: AppDependencies): RequestListener {
@@ -242,6 +248,7 @@ function reviewHandler(side: WebhookSide, deps: AppDependencies): RequestListene
           : await answerReview(side, body, deps.pipeline);
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) });
       res.end(payload);
+      if (summary.event !== undefined && deps.recordEvent !== undefined) deps.recordEvent(summary.event);
 
       const seconds = (deps.now() - started) / 1000;
       deps.metrics.reviews.inc({

@@ -44,6 +44,13 @@ export interface Metrics {
   /** Policy-report writes by result (success, failure); a failure leaves the audit's metrics as they are. */
   readonly auditReportWrites: Counter<'result'>;
   /**
+   * Events of `--emit-events` (src/kube/event-recorder.ts), by source (admission, audit) and
+   * outcome: written, series_written, repeated (folded into a series), throttled (the object's
+   * token bucket was empty), dropped (the queue was full), failed (the API server refused or could
+   * not be reached).
+   */
+  readonly events: Counter<'source' | 'outcome'>;
+  /**
    * Points gauges read at each scrape at the part they describe, once it is built (the composition
    * root builds its parts in order and each says where its gauges read): a gauge with no source
    * reads 0, or has no series.
@@ -217,6 +224,12 @@ export function createMetrics(options: MetricsOptions): Metrics {
       name: 'tolerator_audit_report_writes_total',
       help: 'Policy-report creations, updates and deletions by the periodic audit, by result (success, failure).',
       labelNames: ['result'] as const,
+      registers: [registry],
+    }),
+    events: new Counter({
+      name: 'tolerator_events_total',
+      help: 'Kubernetes Events of --emit-events by source (admission, audit) and outcome (written, series_written, repeated, throttled, dropped, failed).',
+      labelNames: ['source', 'outcome'] as const,
       registers: [registry],
     }),
     readGaugesFrom: (next) => {

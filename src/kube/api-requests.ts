@@ -45,7 +45,8 @@ export interface ApiRequestLimits {
 }
 
 export type ApiRequest = (
-  method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+  /** PATCH sends a JSON merge patch (application/merge-patch+json). */
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE',
   path: string,
   body?: unknown,
   limits?: ApiRequestLimits,
@@ -111,7 +112,12 @@ export function createApiRequest(kubeConfig: KubeConfig, apiOptions: ApiRequestO
       method,
       headers: {
         Accept: 'application/json',
-        ...(text === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }),
+        ...(text === undefined
+          ? {}
+          : {
+              'Content-Type': method === 'PATCH' ? 'application/merge-patch+json' : 'application/json',
+              'Content-Length': Buffer.byteLength(text),
+            }),
       },
       timeout: timeoutMs,
     };

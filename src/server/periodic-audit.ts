@@ -95,6 +95,8 @@ export interface PeriodicAuditOptions {
   /** A monotonic clock in milliseconds (the slice budget). */
   readonly clock?: () => number;
   readonly pace?: Partial<AuditPace>;
+  /** Called with each completed, published audit (`--emit-events` reports its findings as Events). */
+  readonly onCompleted?: (result: AuditResult) => void;
 }
 
 export interface PeriodicAudit {
@@ -231,6 +233,7 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       logger.warn({ namespace: pod.namespace, pod: pod.name, error: pod.message }, 'audit could not judge a pod');
     }
     await publishReports(result);
+    options.onCompleted?.(result);
     return 'completed';
   }
 

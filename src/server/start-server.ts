@@ -11,7 +11,7 @@
  */
 import { EventEmitter } from 'node:events';
 import type { RequestListener } from 'node:http';
-import { availableParallelism, totalmem } from 'node:os';
+import { availableParallelism, hostname, totalmem } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Logger } from 'pino';
@@ -20,7 +20,7 @@ import { pipelineFor, type AdmissionSettings } from '../admission/pipeline-setti
 import type { ReviewRunner } from '../admission/run-review.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { NamespaceExclusion } from '../audit/audit-rules.js';
+import type { AuditViolation, NamespaceExclusion } from '../audit/audit-rules.js';
 import type { SelfManagedSettings } from '../certificates/self-managed.js';
 import { createApp, type Readiness } from '../http/app.js';
 import { BodyBudget } from '../http/body-budget.js';
@@ -30,6 +30,9 @@ import { generateDevelopmentCertificate, readCertificatePair, type CertificatePa
 import { startTlsServer, type CertificateFiles } from '../http/tls-server.js';
 import { transportLimits } from '../http/transport-limits.js';
 import { loadClusterStateFile } from '../kube/cluster-state-file.js';
+import { auditEventFor, findingKey, type EventIntent } from '../events/event-intents.js';
+import { ReportedFindings, eventLimits } from '../events/event-throttle.js';
+import { createEventRecorder, eventOutcomes, eventSources, reportingInstanceFor, type EventRecorder } from '../kube/event-recorder.js';
 import { startFeatureGateSource, type FeatureGateSource } from '../kube/feature-gate-source.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import { DisposalStack, once } from './disposal-stack.js';
@@ -79,6 +82,11 @@ export interface ServerOptions {
         readonly lease: { readonly namespace: string; readonly name: string } | undefined;
       }
     | undefined;
+  /**
+   * `--emit-events`: Kubernetes Events for the webhooks' denials of workload templates and for the
+   * periodic audit's findings (src/kube/event-recorder.ts); needs a cluster.
+   */
+  readonly emitEvents?: boolean;
   /** Process metrics (CPU, memory, event loop) in /metrics: on for the real server, off in tests that make several. */
   readonly collectProcessMetrics?: boolean;
 }
@@ -108,6 +116,7 @@ export interface WebhookAppParts {
   readonly bodyBudget?: BodyBudget;
   readonly offload?: ReviewRunner | undefined;
   readonly smallBodyBytes?: number;
+  readonly recordEvent?: ((event: EventIntent) => void) | undefined;
 }
 
 /** The webhook's HTTP app around the pipeline the settings make: what the server serves, and what tests serve without TLS. */
@@ -121,6 +130,7 @@ export function createWebhookApp(parts: WebhookAppParts): RequestListener {
     ...(parts.bodyBudget === undefined ? {} : { bodyBudget: parts.bodyBudget }),
     ...(parts.offload === undefined ? {} : { offload: parts.offload }),
     ...(parts.smallBodyBytes === undefined ? {} : { smallBodyBytes: parts.smallBodyBytes }),
+    ...(parts.recordEvent === undefined ? {} : { recordEvent: parts.recordEvent }),
   });
 }
 
@@ -155,6 +165,8 @@ async function assembleServer(options: ServerOptions, stack: DisposalStack): Pro
     ...(options.buildInfo === undefined ? {} : { buildInfo: options.buildInfo }),
   });
   const cluster = await connectToCluster(options);
+  // Before the parts that record into it, so that it is stopped after them.
+  const events = startEvents(options, cluster, metrics, stack);
 
   // The gates the flag leaves open follow the cluster when there is one (src/kube/feature-gate-source.ts).
   const gates = stack.use(
@@ -173,7 +185,7 @@ async function assembleServer(options: ServerOptions, stack: DisposalStack): Pro
   const tenancy = stack.use(startTenancy(settings.policiesDir, logger, metrics, true), (source) => {
     source.close();
   });
-  const releaseAuditLease = await startPeriodicAudit(options, cluster, { clusterFacts, gates, tenancy, metrics }, stack);
+  const releaseAuditLease = await startPeriodicAudit(options, cluster, { clusterFacts, gates, tenancy, metrics, events }, stack);
 
   // Renewals reach the listener once it exists; none can come sooner (the first is due at 3/4 of a lifetime).
   const renewals = new EventEmitter<{ renewed: [CertificatePair] }>();
@@ -240,6 +252,12 @@ async function assembleServer(options: ServerOptions, stack: DisposalStack): Pro
     offload: reviewPool,
     smallBodyBytes: limits.smallBodyBytes,
     readiness: { check: readiness, detail: () => gates.detail() },
+    recordEvent:
+      events === undefined
+        ? undefined
+        : (event) => {
+            events.record(event, 'admission');
+          },
   });
   const server = stack.use(
     await startTlsServer({
@@ -351,15 +369,17 @@ function startClusterFacts(cluster: Cluster | undefined, settings: AdmissionSett
 async function startPeriodicAudit(
   options: ServerOptions,
   cluster: Cluster | undefined,
-  parts: { clusterFacts: ClusterFacts; gates: FeatureGateSource; tenancy: Tenancy; metrics: Metrics },
+  parts: { clusterFacts: ClusterFacts; gates: FeatureGateSource; tenancy: Tenancy; metrics: Metrics; events: EventRecorder | undefined },
   stack: DisposalStack,
 ): Promise<(() => Promise<void>) | undefined> {
   if (options.audit === undefined) return undefined;
   if (cluster === undefined) throw new UsageError('--audit-interval needs a cluster: --kubeconfig, or an in-cluster service account');
   const { settings, logger } = options;
-  const { clusterFacts, gates, tenancy, metrics } = parts;
+  const { clusterFacts, gates, tenancy, metrics, events } = parts;
   const { exclusion, intervalMs, lease } = options.audit;
   const enabled = new Set(settings.enabled);
+  // Each finding once while it stands, not again every interval (src/events/event-throttle.ts).
+  const reported = new ReportedFindings(eventLimits.keys);
   const audit = stack.use(
     createPeriodicAudit({
       intervalMs,
@@ -375,6 +395,16 @@ async function startPeriodicAudit(
       }),
       metrics,
       logger,
+      ...(events === undefined
+        ? {}
+        : {
+            onCompleted: (result: { readonly violations: readonly AuditViolation[] }) => {
+              reported.run(result.violations, findingKey, (violation) => {
+                const event = auditEventFor(violation);
+                return event !== undefined && events.record(event, 'audit');
+              });
+            },
+          }),
     }),
     (periodic) => periodic.stop(),
   );
@@ -406,6 +436,29 @@ async function startPeriodicAudit(
     'periodic audit on, on the replica holding the audit lease',
   );
   return release;
+}
+
+/** The Event writer of `--emit-events`, when asked for (it needs a cluster). */
+function startEvents(
+  options: ServerOptions,
+  cluster: Cluster | undefined,
+  metrics: Metrics,
+  stack: DisposalStack,
+): EventRecorder | undefined {
+  if (options.emitEvents !== true) return undefined;
+  if (cluster === undefined) throw new UsageError('--emit-events needs a cluster: --kubeconfig, or an in-cluster service account');
+  // Exported at 0 from the start, so that increase() sees the first drop or failure.
+  for (const source of eventSources) for (const outcome of eventOutcomes) metrics.events.inc({ source, outcome }, 0);
+  options.logger.info('Events on: denials of workload templates and audit findings are written as events.k8s.io/v1 Events');
+  return stack.use(
+    createEventRecorder({
+      request: cluster.createApiRequest(cluster.kubeConfig),
+      reportingInstance: reportingInstanceFor(hostname()),
+      metrics,
+      logger: options.logger,
+    }),
+    (recorder) => recorder.stop(),
+  );
 }
 
 /** The certificate to serve: issued and rotated by tolerator (--certificate-secret), read from files, or generated for development. */

@@ -50,14 +50,21 @@ export async function createObject(objects: k8s.KubernetesObjectApi, object: Man
   return plain(await objects.create(asKubernetesObject(object), undefined, dryRun)) as Manifest;
 }
 
-/** The shipped webhooks and the RBAC that tolerator's identity needs, rendered from `source`. */
-export function renderShipped(source: WebhookSource): KubeObject[] {
-  if (source === 'kustomize') return renderKustomize(join(ROOT, 'deploy'));
+/**
+ * The shipped webhooks and the RBAC that tolerator's identity needs, rendered from `source`: with
+ * `overlay`, kustomize's deploy/overlays/OVERLAY (or the chart with `helmValues`).
+ */
+export function renderShipped(source: WebhookSource, overlay?: string, helmValues: readonly string[] = []): KubeObject[] {
+  if (source === 'kustomize') return renderKustomize(join(ROOT, 'deploy', ...(overlay === undefined ? [] : ['overlays', overlay])));
   const helm = helmBinary();
   if (!('path' in helm)) throw new Error(helm.skip);
-  const run = spawnSync(helm.path, ['template', 'tolerator', CHART_DIR, '--namespace', 'tolerator-system', '--kube-version', '1.35.0'], {
-    encoding: 'utf8',
-  });
+  const run = spawnSync(
+    helm.path,
+    ['template', 'tolerator', CHART_DIR, '--namespace', 'tolerator-system', '--kube-version', '1.35.0', ...helmValues],
+    {
+      encoding: 'utf8',
+    },
+  );
   if (run.status !== 0) throw new Error(`helm template failed:\n${run.stderr}`);
   // A chart renders no Namespace for its release: `helm install --namespace tolerator-system
   // --create-namespace` makes it, and so must this install before the ServiceAccount in it.
@@ -102,6 +109,10 @@ export interface ToleratorOnClusterOptions {
   /** Further `tolerator serve` flags (--policies, --admission-config, --enable-plugins, …). */
   readonly serveArgs?: readonly string[];
   readonly webhooks?: WebhookSource;
+  /** Render deploy/overlays/OVERLAY rather than deploy/ (kustomize), e.g. `events`. */
+  readonly overlay?: string;
+  /** With `webhooks: 'helm'`: further `helm template` arguments (`--set events.enabled=true`). */
+  readonly helmValues?: readonly string[];
 }
 
 export interface ToleratorOnCluster {
@@ -119,8 +130,8 @@ export interface ToleratorOnCluster {
   reviewedSides(name: string, operation: string): Promise<string[]>;
   /** Stops tolerator (SIGTERM) and waits for it to exit. */
   stopTolerator(): Promise<void>;
-  /** Starts tolerator again on the same port, and waits for it to serve. */
-  startTolerator(): Promise<void>;
+  /** Starts tolerator again on the same port, and waits for it to serve; `serveArgs` replace the suite's. */
+  startTolerator(serveArgs?: readonly string[]): Promise<void>;
   /** Stops tolerator and the control plane. */
   stop(): Promise<void>;
 }
@@ -174,7 +185,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
     writeFileSync(serving.key, leaf.key, { mode: 0o600 });
     const identity = await plane.kubeconfigFor(TOLERATOR_USER, TOLERATOR_GROUPS);
 
-    const serve = async (port: number): Promise<ServedProcess> => {
+    const serve = async (port: number, serveArgs: readonly string[] = options.serveArgs ?? []): Promise<ServedProcess> => {
       const process = await startServe([
         '--kubeconfig',
         identity,
@@ -186,7 +197,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
         '0',
         '--shutdown-grace',
         '5',
-        ...(options.serveArgs ?? []),
+        ...serveArgs,
         // startServe passes --port 0 first; a later --port wins (flags are last-wins, as pflag's).
         ...(port === 0 ? [] : ['--port', String(port)]),
       ]);
@@ -198,7 +209,7 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
     // start and its first read of the cluster's feature gates (GET /metrics) is not refused (it
     // would decide from /version's defaults until its next read, 5 min later); the webhooks once
     // it serves, since their URL holds its port.
-    const rendered = renderShipped(options.webhooks ?? 'kustomize');
+    const rendered = renderShipped(options.webhooks ?? 'kustomize', options.overlay, options.helmValues);
     const installed = webhooksAt(rendered, 'https://127.0.0.1:0', ca.cert);
     const isWebhook = (object: Manifest): boolean => object.kind.endsWith('WebhookConfiguration');
     for (const object of installed.filter((object) => !isWebhook(object))) await install(admin.objects, object);
@@ -234,9 +245,9 @@ export async function startToleratorOnCluster(options: ToleratorOnClusterOptions
         served = undefined;
         if (current !== undefined) await stopChild(current.child, 'SIGTERM');
       },
-      async startTolerator() {
+      async startTolerator(serveArgs) {
         if (served !== undefined) return;
-        served = await serve(port);
+        served = await serve(port, serveArgs);
       },
       async stop() {
         const current = served;

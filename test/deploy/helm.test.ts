@@ -878,6 +878,31 @@ describe('the chart’s default render agrees with kubectl kustomize deploy/', {
     );
   });
 
+  it("with events on, on the arguments, the ClusterRole and the webhooks' sideEffects deploy/overlays/events gives; off by default", () => {
+    const overlay = renderKustomize(join(ROOT, 'deploy', 'overlays', 'events'));
+    const withEvents = template(['--set', 'events.enabled=true']);
+    assert.deepEqual(serverContract(withEvents), serverContract(overlay));
+    for (const kind of ['ClusterRole', 'ClusterRoleBinding'] as const) {
+      assert.deepEqual(
+        withoutReleaseLabel(pick(find(withEvents, kind, 'tolerator-events'), ['rules', 'roleRef', 'subjects'])),
+        pick(find(overlay, kind, 'tolerator-events'), ['rules', 'roleRef', 'subjects']),
+        kind,
+      );
+    }
+    const sideEffects = (objects: readonly KubeObject[]): unknown =>
+      ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration'].map((kind) =>
+        (at(find(objects, kind, 'tolerator'), 'webhooks') as { name: string; sideEffects: string }[]).map((w) => [w.name, w.sideEffects]),
+      );
+    assert.deepEqual(sideEffects(withEvents), sideEffects(overlay));
+    const defaults = template([]);
+    assert.equal(
+      defaults.some((object) => object.metadata.name.startsWith('tolerator-events')),
+      false,
+      'no Event RBAC by default',
+    );
+    assert.equal((at(container(defaults), 'args') as string[]).includes('--emit-events'), false);
+  });
+
   it('refuses an audit interval that is not a duration', () => {
     assert.match(templateError(['--set', 'audit.enabled=true', '--set', 'audit.interval=1d']), /audit\.interval|interval/);
   });

@@ -830,6 +830,69 @@ describe('overlays/client-ca', () => {
   });
 });
 
+describe('overlays/events', () => {
+  const dir = join(ROOT, 'deploy', 'overlays', 'events');
+  const overlay = render(dir);
+  const webhooksOf = (list: readonly KubeObject[], kind: string): { name: string; sideEffects: string }[] =>
+    (
+      (
+        list.find((d) => d.kind === kind && d.metadata.name === 'tolerator') as
+          (KubeObject & { webhooks: { name: string; sideEffects: string }[] }) | undefined
+      )?.webhooks ?? []
+    ).map(({ name, sideEffects }) => ({ name, sideEffects }));
+
+  it('adds --emit-events to the server args once; the base leaves Events off', (t) => {
+    t.diagnostic(`overlay rendered from ${overlay.source}`);
+    assert.deepEqual(serverContainer(one(overlay.docs, Deployment.is, 'tolerator')).args, [...args, '--emit-events']);
+    assert.equal(args.includes('--emit-events'), false);
+  });
+
+  it("grants exactly create and patch on events.k8s.io events, bound to the server's ServiceAccount; the base grants no Event", () => {
+    const role = one(overlay.docs, ClusterRole.is, 'tolerator-events');
+    assert.deepEqual(role.rules, [{ apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] }]);
+    const binding = one(overlay.docs, ClusterRoleBinding.is, 'tolerator-events');
+    assert.deepEqual(binding.roleRef, { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'tolerator-events' });
+    assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: podSpec(deployment).serviceAccountName, namespace: NAMESPACE }]);
+    const grantsEvents = (list: readonly KubeObject[]): boolean =>
+      list.some(
+        (d) =>
+          (d as { rules?: { apiGroups?: string[]; resources?: string[] }[] }).rules?.some((r) => r.resources?.includes('events')) === true,
+      );
+    assert.equal(grantsEvents(docs), false);
+  });
+
+  it('declares the pod webhooks sideEffects NoneOnDryRun (an Event is a side effect, suppressed on a dry run), the others None', () => {
+    assert.deepEqual(webhooksOf(overlay.docs, 'MutatingWebhookConfiguration'), [
+      { name: 'mutate.tolerator.dev', sideEffects: 'NoneOnDryRun' },
+    ]);
+    assert.deepEqual(webhooksOf(overlay.docs, 'ValidatingWebhookConfiguration'), [
+      { name: 'validate.tolerator.dev', sideEffects: 'NoneOnDryRun' },
+      { name: 'validate-nodepools.tolerator.dev', sideEffects: 'None' },
+      { name: 'devicetaintrules.validate.tolerator.dev', sideEffects: 'None' },
+    ]);
+    for (const kind of ['MutatingWebhookConfiguration', 'ValidatingWebhookConfiguration']) {
+      assert.deepEqual(new Set(webhooksOf(docs, kind).map((w) => w.sideEffects)), new Set(['None']), `the base's ${kind}`);
+    }
+  });
+
+  it('changes nothing else: the base objects stay as they are', () => {
+    const strip = (list: readonly KubeObject[]): unknown[] =>
+      list
+        .filter((d) => d.kind !== 'Deployment' && !d.metadata.name.startsWith('tolerator-events'))
+        .map((d) => {
+          const copy = structuredClone(d) as KubeObject & { webhooks?: { sideEffects?: string }[] };
+          for (const webhook of copy.webhooks ?? []) delete webhook.sideEffects;
+          return copy;
+        });
+    assert.deepEqual(strip(overlay.docs), strip(docs));
+  });
+
+  it('renders the same from the raw files as kubectl does', { skip: overlay.source === 'raw files' && 'kubectl not found' }, () => {
+    const key = (d: KubeObject): string => `${d.kind}/${d.metadata.namespace ?? ''}/${d.metadata.name}`;
+    assert.deepEqual(new Map(renderFromFiles(dir).map((d) => [key(d), d])), new Map(overlay.docs.map((d) => [key(d), d])));
+  });
+});
+
 describe('overlays/audit', () => {
   const dir = join(ROOT, 'deploy', 'overlays', 'audit');
   const overlay = render(dir);

@@ -47,6 +47,12 @@ describe('the linter holds the layers', () => {
       want: /imports no plugin/,
     },
     {
+      name: 'the Event decision writing through the API client (src/events is pure)',
+      file: 'src/events/upward.ts',
+      code: "import { createEventRecorder } from '../kube/event-recorder.js';\nexport const x = createEventRecorder;\n",
+      want: /never imports the edge/,
+    },
+    {
       name: 'a plugin importing tolerations (downward)',
       file: 'src/plugins/downward.ts',
       code: "import { mergeTolerations } from '../tolerations/merge.js';\nexport const x = mergeTolerations;\n",

@@ -54,4 +54,21 @@ describe('startServer', () => {
     await server.stop();
     await assert.rejects(call(server.port, '/readyz'), /ECONNREFUSED/);
   });
+
+  it('--emit-events without a cluster is a usage error, before anything serves', async () => {
+    await assert.rejects(
+      startServer({
+        settings: readAdmissionSettings(parseFlags([], admissionFlags)),
+        logger: pino({ level: 'silent' }),
+        port: 0,
+        host: '127.0.0.1',
+        env: {},
+        featureGateRefreshMs: 0,
+        reviewWorkers: 0,
+        collectProcessMetrics: false,
+        emitEvents: true,
+      }),
+      { name: 'UsageError', message: '--emit-events needs a cluster: --kubeconfig, or an in-cluster service account' },
+    );
+  });
 });
