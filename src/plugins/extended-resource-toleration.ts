@@ -124,19 +124,18 @@ export function addExtendedResourceTolerations(tolerations: readonly Toleration[
   return result;
 }
 
+/** The pod with a toleration for each extended resource it requests; the pod itself when it has them all. */
+export function withExtendedResourceTolerations(pod: Pod): Pod {
+  return withTolerations(pod, addExtendedResourceTolerations(tolerationsOf(pod), requestedExtendedResources(pod)));
+}
+
 export function createExtendedResourceToleration() {
-  const handles = isPodCreateOrUpdate;
   return {
     name: 'ExtendedResourceToleration',
     // Upstream: admission.NewHandler(admission.Create, admission.Update), pods proper only.
-    handles,
-    admit(object: JsonObject, attributes: AdmissionAttributes, _context: PluginContext): MutationOutcome {
-      if (!handles(attributes)) {
-        return { object };
-      }
-      const pod = object as Pod;
-      const tolerations = tolerationsOf(pod);
-      return { object: withTolerations(pod, addExtendedResourceTolerations(tolerations, requestedExtendedResources(pod))) };
-    },
+    handles: isPodCreateOrUpdate,
+    admit: (object: JsonObject, attributes: AdmissionAttributes, _context: PluginContext): MutationOutcome => ({
+      object: isPodCreateOrUpdate(attributes) ? withExtendedResourceTolerations(object) : object,
+    }),
   } satisfies MutatingPlugin;
 }
