@@ -220,6 +220,8 @@ function denied(
  * (docs/architecture.md#update-only-appends-tolerations): the API
  * server refuses any UPDATE that removes or rewrites one, so a plugin that did would make every
  * later update of the pod fail. A plugin bug here is "could not decide", never a silent patch.
+ * A changed `tolerationSeconds` is allowed, as the API server allows it
+ * (validateOnlyAddedTolerations): ExtendedResourceToleration drops it where upstream does.
  */
 function assertAppendOnlyUpdate(attributes: AdmissionAttributes, original: JsonObject, changed: JsonObject): void {
   if (attributes.operation !== 'UPDATE' || !isPodRequest(attributes)) {
@@ -227,10 +229,21 @@ function assertAppendOnlyUpdate(attributes: AdmissionAttributes, original: JsonO
   }
   const before = tolerationsOf(original);
   const after = tolerationsOf(changed);
-  const kept = before.length <= after.length && before.every((toleration, i) => jsonEqual(toleration, after[i]));
+  const kept = before.length <= after.length && before.every((toleration, i) => equalButForSeconds(toleration, after[i]));
   if (!kept) {
     throw new Error('internal error: a mutating plugin removed or rewrote an existing toleration on UPDATE');
   }
+}
+
+/** Two tolerations equal once their `tolerationSeconds` are set aside. */
+function equalButForSeconds(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  const withoutSeconds = (value: unknown): unknown => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return value;
+    const { tolerationSeconds: _seconds, ...rest } = value as Record<string, unknown>;
+    return rest;
+  };
+  return jsonEqual(withoutSeconds(a), withoutSeconds(b));
 }
 
 class FindingsCollector {

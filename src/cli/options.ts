@@ -37,7 +37,7 @@ export const admissionFlags = {
   'enable-plugins': {
     kind: 'string',
     placeholder: 'P1,P2',
-    help: `admission plugins to enable besides the default ones (all but ${defaultOffPlugins.join(', ')} are on by default)`,
+    help: `admission plugins to enable besides the default ones (all but ${defaultOffPlugins.join(' and ')} are on by default)`,
   },
   'disable-plugins': { kind: 'string', placeholder: 'P1,P2', help: 'admission plugins to disable' },
   'default-not-ready-toleration-seconds': {

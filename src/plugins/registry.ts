@@ -5,7 +5,7 @@
  * chain sees it, and running it after PodTolerationRestriction would let a second review merge
  * differently than the first (the webhook must be idempotent). Then the API server's own order
  * (AllOrderedPlugins in pkg/kubeapiserver/options/plugins.go: PodNodeSelector, then
- * DefaultTolerationSeconds, then PodTolerationRestriction), then tenancy, then validation of the
+ * DefaultTolerationSeconds, then PodTolerationRestriction, then ExtendedResourceToleration), then tenancy, then validation of the
  * final object, then warnings about where it can run (which so see the merged nodeSelector).
  */
 import type { PodTolerationRestrictionConfig } from './pod-toleration-restriction.js';
@@ -19,6 +19,7 @@ import { createDeviceTolerationRestriction, type DeviceTolerationRestrictionConf
 import { createDeviceTaintRuleSafety, type DeviceTaintRuleSafetyConfig } from './device-taint-rule-safety.js';
 import type { MutatingPlugin, ValidatingPlugin } from './plugin.js';
 import { createPodNodeSelector } from './pod-node-selector.js';
+import { createExtendedResourceToleration } from './extended-resource-toleration.js';
 import { emptyPodNodeSelectorConfig, type PodNodeSelectorConfig } from '../scheduling/namespace-node-selector.js';
 
 /** What the registry builds a plugin from: the settings of the flags and the configuration file. */
@@ -51,6 +52,7 @@ export const allPluginNames = [
   'PodNodeSelector',
   'DefaultTolerationSeconds',
   'PodTolerationRestriction',
+  'ExtendedResourceToleration',
   'DedicatedNodes',
   'TolerationValidation',
   // The DRA device plugins judge other resources (ResourceClaims, their templates, DeviceTaintRules)
@@ -66,9 +68,11 @@ export type PluginName = (typeof allPluginNames)[number];
 
 /**
  * Off unless `--enable-plugins` names them, as kube-apiserver's DefaultOffAdmissionPlugins:
- * PodNodeSelector confines pods to nodes, which a cluster must ask for.
+ * PodNodeSelector confines pods to nodes, which a cluster must ask for; ExtendedResourceToleration
+ * lets a pod past a taint named like a resource merely by requesting that resource, which only a
+ * cluster that so taints its device nodes wants.
  */
-export const defaultOffPlugins: readonly PluginName[] = ['PodNodeSelector'];
+export const defaultOffPlugins: readonly PluginName[] = ['PodNodeSelector', 'ExtendedResourceToleration'];
 
 /** A plugin's entry: how it is built, and the rule behind it in one sentence (`tolerator explain`). */
 interface RegistryEntry {
@@ -102,6 +106,11 @@ const registry: Readonly<Record<PluginName, RegistryEntry>> = {
     },
     explains:
       'pods that request memory (QoS not BestEffort) keep scheduling onto nodes under memory pressure, and a namespace or the cluster may add default tolerations (PodTolerationRestriction)',
+  },
+  ExtendedResourceToleration: {
+    build: () => ({ mutating: createExtendedResourceToleration() }),
+    explains:
+      'a pod that requests an extended resource (nvidia.com/gpu) tolerates the NoSchedule taint of that name, which keeps other pods off the nodes that have it (ExtendedResourceToleration)',
   },
   DedicatedNodes: {
     build: (config) =>

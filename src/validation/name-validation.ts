@@ -154,6 +154,22 @@ export function isQualifiedName(value: string): string[] {
   return errors;
 }
 
+/**
+ * Whether `isQualifiedName(value)` has no error, without building any message: for a caller that
+ * asks about many names only yes or no (ExtendedResourceToleration's, of every resource a pod names).
+ */
+export function isValidQualifiedName(value: string): boolean {
+  const slash = value.indexOf('/');
+  let name = value;
+  if (slash >= 0) {
+    if (value.indexOf('/', slash + 1) >= 0) return false;
+    const prefix = value.slice(0, slash);
+    if (prefix.length === 0 || utf8Length(prefix) > dns1123SubdomainMaxLength || !matchesDNS1123Subdomain(prefix)) return false;
+    name = value.slice(slash + 1);
+  }
+  return name.length > 0 && utf8Length(name) <= labelKeyMaxLength && matchesLabelKey(name);
+}
+
 const labelValueFmt = `(${labelKeyFmt})?`;
 const labelValueErrMsg =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";

@@ -40,6 +40,19 @@ describe('tolerator explain', () => {
     assert.match(deployment[7]!, /^ {2}DedicatedNodes: the namespace belongs to a node group/);
   });
 
+  it('explains ExtendedResourceToleration when enabled: the toleration for each extended resource, in byte order, with the rule', async () => {
+    const pod =
+      'apiVersion: v1\nkind: Pod\nmetadata: { name: trainer, namespace: shop }\nspec: { containers: [{ name: app, image: x, resources: { limits: { nvidia.com/gpu: 1, example.com/fpga: 1, cpu: 1 } } }] }\n';
+    const lines = (await explain(pod, [...exampleArgs, '--enable-plugins=ExtendedResourceToleration']))[0]!;
+    const at = lines.findIndex((line) => line.startsWith('  ExtendedResourceToleration: '));
+    assert.ok(at > 0, lines.join('\n'));
+    assert.deepEqual(lines.slice(at + 1, at + 3), [
+      '    + toleration example.com/fpga Exists (NoSchedule)',
+      '    + toleration nvidia.com/gpu Exists (NoSchedule)',
+    ]);
+    assert.ok(!(await explain(pod, exampleArgs))[0]!.some((line) => line.includes('ExtendedResourceToleration')), 'off by default');
+  });
+
   it('says when a namespace has no group', async () => {
     const web = (await explain(readFileSync('examples/tenant-deployment.yaml', 'utf8'), exampleArgs))[1]!;
     assert.equal(web[1], '  namespace shop: no node group');

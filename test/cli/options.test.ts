@@ -136,14 +136,17 @@ describe('--device-taint-rule-safety', () => {
 });
 
 describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-plugin flags", () => {
-  it('all plugins but PodNodeSelector are on by default, in the fixed order', () => {
+  it('all plugins but PodNodeSelector and ExtendedResourceToleration are on by default, in the fixed order', () => {
     assert.deepEqual(
       selectPlugins([], []),
-      allPluginNames.filter((name) => name !== 'PodNodeSelector'),
+      allPluginNames.filter((name) => name !== 'PodNodeSelector' && name !== 'ExtendedResourceToleration'),
     );
   });
   it('PodNodeSelector is off by default, as upstream, and on when enabled, at its place in the order', () => {
-    assert.deepEqual(selectPlugins(['PodNodeSelector'], []), allPluginNames);
+    assert.deepEqual(
+      selectPlugins(['PodNodeSelector'], []),
+      allPluginNames.filter((name) => name !== 'ExtendedResourceToleration'),
+    );
     assert.deepEqual(selectPlugins(['PodNodeSelector'], ['DaemonSetTolerations']).slice(0, 3), [
       'PodNodeSelector',
       'DefaultTolerationSeconds',
@@ -162,7 +165,10 @@ describe("--enable-plugins and --disable-plugins, as kube-apiserver's admission-
     ]);
   });
   it('the order of the flag never changes the order of the plugins', () => {
-    assert.deepEqual(selectPlugins(['TolerationValidation', 'PodNodeSelector', 'DaemonSetTolerations'], []), allPluginNames);
+    assert.deepEqual(
+      selectPlugins(['TolerationValidation', 'ExtendedResourceToleration', 'PodNodeSelector', 'DaemonSetTolerations'], []),
+      allPluginNames,
+    );
   });
   it('a plugin in both lists is an error', () => {
     assert.throws(

@@ -179,6 +179,27 @@ describe('tolerator simulate --mutate with PodNodeSelector', () => {
   });
 });
 
+describe('tolerator simulate --mutate with ExtendedResourceToleration', () => {
+  it('a pod requesting nvidia.com/gpu tolerates the GPU node once the plugin is enabled', async () => {
+    const nodes = [
+      'apiVersion: v1\nkind: Node\nmetadata: { name: gpu-1 }\nspec: { taints: [{ key: nvidia.com/gpu, effect: NoSchedule }] }',
+      'apiVersion: v1\nkind: Node\nmetadata: { name: plain-1 }\nspec: {}',
+    ].join('\n---\n');
+    const pod =
+      'apiVersion: v1\nkind: Pod\nmetadata: { name: trainer }\nspec: { containers: [{ name: app, image: x, resources: { limits: { nvidia.com/gpu: 1 } } }] }\n';
+    const schedulable = async (extra: string[]): Promise<string[]> => {
+      const { stdout } = await simulate(['--nodes', 'nodes.yaml', '-o', 'json', ...extra, 'pod.yaml'], {
+        'nodes.yaml': nodes,
+        'pod.yaml': pod,
+      });
+      const all = JSON.parse(stdout) as PodReport[];
+      return (all[0]?.nodes ?? []).filter((candidate) => candidate.schedulable).map((candidate) => candidate.node);
+    };
+    assert.deepEqual(await schedulable(['--mutate']), ['plain-1'], 'off by default: no toleration');
+    assert.deepEqual(await schedulable(['--mutate', '--enable-plugins=ExtendedResourceToleration']), ['gpu-1', 'plain-1']);
+  });
+});
+
 describe('tolerator simulate exit codes', () => {
   const nowhere = 'apiVersion: v1\nkind: Pod\nmetadata: { name: nowhere }\nspec: { nodeSelector: { zone: mars } }\n';
   const rows: { name: string; argv: string[]; files?: Record<string, string>; want: number }[] = [

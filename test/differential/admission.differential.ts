@@ -57,7 +57,7 @@ import {
   podManifest,
   type AdmissionCase,
 } from './cases.js';
-import { answerOf, compareAnswers, deniedByMutate, sideBySide, type Answer, type DeliberateDifference } from './compare.js';
+import { answerOf, compareAnswers, deniedByMutate, pooled, sideBySide, type Answer, type DeliberateDifference } from './compare.js';
 
 const skip = skipWithoutControlPlane();
 
@@ -131,20 +131,6 @@ interface CaseAnswers {
   readonly reference: Answer;
   readonly subject: Answer;
   readonly both: Answer;
-}
-
-/** Runs `work` on every item with at most `limit` at once, results in the items' order. */
-async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
-  const results = new Array<R>(items.length);
-  let next = 0;
-  const worker = async (): Promise<void> => {
-    while (next < items.length) {
-      const index = next++;
-      results[index] = await work(items[index]!, index);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
-  return results;
 }
 
 const SUBJECT_ALLOWED: readonly DeliberateDifference[] = [

@@ -33,6 +33,8 @@ export async function answerOf(objects: k8s.KubernetesObjectApi, pod: Manifest):
 
 /** The text kube-apiserver puts before a mutating webhook's denial message. */
 export const deniedByMutate = 'admission webhook "mutate.tolerator.dev" denied the request: ';
+/** The same before the validating webhook's. */
+export const deniedByValidate = 'admission webhook "validate.tolerator.dev" denied the request: ';
 
 type Refusal = Extract<Answer, { refused: unknown }>['refused'];
 const refusalOf = (answer: Answer): Refusal | undefined => ('refused' in answer ? answer.refused : undefined);
@@ -73,8 +75,12 @@ export const DELIBERATE_DIFFERENCES = {
     const have = refusalOf(got);
     if (want === undefined || have === undefined || want.code !== 500 || want.reason !== undefined) return false;
     if (have.code !== 403 || have.reason !== 'Forbidden' || have.details !== undefined || have.message === undefined) return false;
-    if (!have.message.startsWith(deniedByMutate)) return false;
-    const text = have.message.slice(deniedByMutate.length);
+    // The mutating webhook's refusal, or the validating webhook's: a toleration that a mutating
+    // plugin adds after PodTolerationRestriction's own check (ExtendedResourceToleration's) meets
+    // the whitelist in the validating phase, in-tree and in tolerator alike.
+    const prefix = [deniedByMutate, deniedByValidate].find((text) => have.message?.startsWith(text) === true);
+    if (prefix === undefined) return false;
+    const text = have.message.slice(prefix.length);
     return text === want.message || text.replace(annotationErrorPrefix, '') === want.message;
   },
   /**
@@ -111,9 +117,139 @@ export const DELIBERATE_DIFFERENCES = {
     if (!(want.message ?? '').includes("effect must be 'NoExecute' when `tolerationSeconds` is set")) return false;
     return withoutTolerationIndex(canonical(want)) === withoutTolerationIndex(canonical(have));
   },
+  /**
+   * In-tree plugins and tolerator together: a toleration the in-tree ExtendedResourceToleration
+   * added (after the in-tree PodTolerationRestriction's own check) outside the namespace's
+   * whitelist reaches tolerator's mutating webhook, whose PodTolerationRestriction refuses it there
+   * (403). In-tree it is refused only in the validating phase, which comes after the API server's
+   * validation of the object: a pod invalid as well is answered 422 in-tree. tolerator cannot tell
+   * a toleration the in-tree plugin added from one the pod was written with, which upstream
+   * refuses before validation too.
+   */
+  'whitelist-refused-before-validation': (reference: Answer, got: Answer): boolean => {
+    const want = refusalOf(reference);
+    const have = refusalOf(got);
+    if (want?.code !== 422 || have?.code !== 403 || have.reason !== 'Forbidden' || have.details !== undefined) return false;
+    return /^pod tolerations \(possibly merged with namespace default tolerations\) conflict with its (namespace|cluster) whitelist$/.test(
+      (have.message ?? '').replace(deniedByMutate, ''),
+    );
+  },
+  /**
+   * In-tree plugins and tolerator together: tolerator's PodTolerationRestriction merges on CREATE
+   * (MergeTolerations, which drops a toleration another covers) after the in-tree
+   * ExtendedResourceToleration has added its tolerations, so a pod toleration that an added one
+   * covers (`{key: example.com/gpu, effect: NoSchedule}` under `{key: example.com/gpu, operator:
+   * Exists, effect: NoSchedule}`) is dropped, where in-tree the merge ran before it. The pod
+   * tolerates the same taints. tolerator cannot tell the in-tree plugin's toleration from the pod's.
+   * A pod refused by validation for one of its tolerations is refused either way, the error naming
+   * another index (the entries before it one fewer).
+   */
+  'second-merge-drops-a-covered-toleration': (reference: Answer, got: Answer): boolean => {
+    if ('stored' in reference && 'stored' in got) return dropsOnlyCovered(tolerationsIn(reference), tolerationsIn(got));
+    const want = refusalOf(reference);
+    const have = refusalOf(got);
+    if (want?.code !== 422 || have?.code !== 422) return false;
+    return withoutTolerationIndex(canonical(want)) === withoutTolerationIndex(canonical(have));
+  },
+  /**
+   * On UPDATE tolerator only appends (docs/kubernetes-rules.md, "UPDATE only appends
+   * tolerations"): upstream's PodTolerationRestriction merges on UPDATE too and drops a pod
+   * toleration another covers, so the stored pod lacks a duplicate tolerator keeps; or an
+   * ExtendedResourceToleration toleration that an `Exists` without effect covers is dropped and
+   * appended again by the plugin after it, where tolerator keeps it in place (the same tolerations
+   * in another order); or the API server refuses the update ("existing toleration can not be
+   * modified") that tolerator lets through; or both refuse an invalid toleration, naming another
+   * index. Only for the answers to an UPDATE.
+   */
+  'update-appends-only': (reference: Answer, got: Answer): boolean => {
+    if (!('stored' in got)) {
+      // Refused either way for one of its tolerations, the error naming another index (upstream
+      // dropped some before it).
+      const want = refusalOf(reference);
+      const have = refusalOf(got);
+      return (
+        want?.code === 422 && have?.code === 422 && withoutTolerationIndex(canonical(want)) === withoutTolerationIndex(canonical(have))
+      );
+    }
+    if ('stored' in reference) {
+      const [have, want] = [tolerationsIn(got), tolerationsIn(reference)];
+      return dropsOnlyCovered(have, want) || sameInAnotherOrder(have, want);
+    }
+    return (
+      reference.refused.code === 422 &&
+      reference.refused.message ===
+        'Pod "pod" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds'
+    );
+  },
 } as const;
 
 export type DeliberateDifference = keyof typeof DELIBERATE_DIFFERENCES;
+
+interface PlainToleration {
+  readonly key?: string;
+  readonly operator?: string;
+  readonly value?: string;
+  readonly effect?: string;
+  readonly tolerationSeconds?: number;
+}
+
+function tolerationsIn(answer: Answer): readonly PlainToleration[] {
+  return 'stored' in answer && Array.isArray(answer.stored.tolerations) ? (answer.stored.tolerations as PlainToleration[]) : [];
+}
+
+/** The same tolerations, as many times each, in another order. */
+function sameInAnotherOrder(a: readonly PlainToleration[], b: readonly PlainToleration[]): boolean {
+  const sorted = (list: readonly PlainToleration[]): string[] => list.map((t) => canonical(t)).sort();
+  return a.length === b.length && canonical(sorted(a)) === canonical(sorted(b));
+}
+
+/**
+ * Whether `fewer` is `more` with some entries left out, each of them an exact copy of an entry of
+ * `fewer` or covered by an `Exists` entry of `fewer` (same key or none, same effect or none, no
+ * NoExecute bound to lose): the drops of upstream's MergeTolerations, written here apart from the
+ * code under test.
+ */
+function dropsOnlyCovered(more: readonly PlainToleration[], fewer: readonly PlainToleration[]): boolean {
+  if (fewer.length >= more.length) return false;
+  const covers = (by: PlainToleration, t: PlainToleration): boolean =>
+    canonical(by) === canonical(t) ||
+    (by.operator === 'Exists' &&
+      ((by.key ?? '') === '' || by.key === t.key) &&
+      ((by.effect ?? '') === '' || by.effect === t.effect) &&
+      by.tolerationSeconds === undefined);
+  let next = 0;
+  for (const t of more) {
+    if (next < fewer.length && canonical(fewer[next]) === canonical(t)) next++;
+    else if (!fewer.some((by) => covers(by, t))) return false;
+  }
+  return next === fewer.length;
+}
+
+/**
+ * The answer with a 422's field errors in a fixed order. kube-apiserver validates a resource map
+ * (`resources.requests`, `limits`) by ranging over a Go map, whose order is random: the same pod
+ * sent twice to one API server lists its errors in two orders, in `details.causes` and in the
+ * message (`Pod "p" is invalid: [<field>: <message>, …]`, built from the same list, repeated texts
+ * once). The causes are sorted, and the message rebuilt in that order when it is the one the
+ * causes make; any other answer is returned as it is.
+ */
+export function withFieldErrorsSorted(answer: Answer): Answer {
+  const refused = refusalOf(answer);
+  if (refused?.code !== 422 || typeof refused.details !== 'object' || refused.details === null) return answer;
+  const details = refused.details as { causes?: { field?: string; message?: string }[] };
+  if (!Array.isArray(details.causes) || refused.message === undefined) return answer;
+  const texts = (causes: readonly { field?: string; message?: string }[]): string[] => [
+    ...new Set(causes.map((cause) => `${cause.field ?? ''}: ${cause.message ?? ''}`)),
+  ];
+  const listed = texts(details.causes);
+  const match = /^(.*? is invalid: )(?:\[(.*)\]|(.*))$/s.exec(refused.message);
+  const inner = match?.[2] ?? match?.[3];
+  if (match === null || inner !== listed.join(', ')) return answer;
+  const causes = [...details.causes].sort((a, b) => canonical(a).localeCompare(canonical(b)));
+  const sorted = texts(causes);
+  const message = `${match[1]!}${sorted.length === 1 ? sorted[0]! : `[${sorted.join(', ')}]`}`;
+  return { refused: { ...refused, message, details: { ...details, causes } } };
+}
 
 /** JSON with sorted keys, so that two answers compare by value and print alike. */
 export function canonical(value: unknown): string {
@@ -154,4 +290,18 @@ export function sideBySide(leftTitle: string, left: unknown, rightTitle: string,
     lines.push(`${l.padEnd(width)} ${i >= 2 && l !== r ? '|' : ' '} ${r}`);
   }
   return lines.join('\n');
+}
+
+/** Runs `work` on every item with at most `limit` at once, results in the items' order. */
+export async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await work(items[index]!, index);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
 }

@@ -170,13 +170,21 @@ describe('tolerator export', () => {
     assert.ok(!off.stdout.includes(podLevelSet), '--feature-gates turns it off');
   });
 
-  it('refuses, with exit 2 and the reason, what it cannot reproduce: PodNodeSelector, cluster toleration lists, tenancy policies', async () => {
+  it('refuses, with exit 2 and the reason, what it cannot reproduce: PodNodeSelector, ExtendedResourceToleration, cluster toleration lists, tenancy policies', async () => {
     const selector = await runCommand(exportCommand, ['--enable-plugins', 'PodNodeSelector']);
     assert.equal(selector.code, 2);
     assert.equal(selector.stdout, '');
     assert.match(
       selector.stderr,
       /^tolerator export: this configuration cannot be exported without a webhook:\n {2}PodNodeSelector: not exported: /,
+    );
+
+    const extended = await runCommand(exportCommand, ['--enable-plugins', 'ExtendedResourceToleration']);
+    assert.equal(extended.code, 2);
+    assert.equal(extended.stdout, '');
+    assert.match(
+      extended.stderr,
+      /^tolerator export: this configuration cannot be exported without a webhook:\n {2}ExtendedResourceToleration: not exported: .*--enable-admission-plugins ExtendedResourceToleration/,
     );
 
     const restriction = await runCommand(exportCommand, ['--admission-config', join(fixtures, 'config', 'admission-configuration.yaml')]);

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createDedicatedNodes } from '../../src/plugins/dedicated-nodes.js';
-import { allPluginNames, buildPlugins } from '../../src/plugins/registry.js';
+import { allPluginNames, buildPlugins, defaultOffPlugins, selectPlugins } from '../../src/plugins/registry.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
 
 describe('the plugin registry, the one list of plugins', () => {
@@ -25,6 +25,7 @@ describe('the plugin registry, the one list of plugins', () => {
         'PodNodeSelector',
         'DefaultTolerationSeconds',
         'PodTolerationRestriction',
+        'ExtendedResourceToleration',
         'DedicatedNodes',
         'DeviceTolerationRestriction',
       ],
@@ -53,6 +54,18 @@ describe('the plugin registry, the one list of plugins', () => {
     const validating = built.validating.map((plugin) => plugin.name);
     assert.equal(validating.indexOf('PodNodeSelector'), 0);
     assert.equal(validating.at(-1), 'SchedulingWarnings');
+  });
+
+  it("ExtendedResourceToleration runs where kube-apiserver's AllOrderedPlugins puts it: after PodTolerationRestriction, before tenancy and validation", () => {
+    const order = built.mutating.map((plugin) => plugin.name);
+    assert.equal(order.indexOf('ExtendedResourceToleration'), order.indexOf('PodTolerationRestriction') + 1);
+    assert.ok(order.indexOf('ExtendedResourceToleration') < order.indexOf('DedicatedNodes'));
+  });
+
+  it('ExtendedResourceToleration is off by default, as upstream: only --enable-plugins turns it on', () => {
+    assert.ok(!selectPlugins([], []).includes('ExtendedResourceToleration'));
+    assert.ok(selectPlugins(['ExtendedResourceToleration'], []).includes('ExtendedResourceToleration'));
+    assert.ok(defaultOffPlugins.includes('ExtendedResourceToleration'));
   });
 
   it('leaves out what is not enabled', () => {

@@ -1,7 +1,14 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { isDNS1123Subdomain, isQualifiedName, isValidLabelValue, regexError, utf8Length } from '../../src/validation/name-validation.js';
+import {
+  isDNS1123Subdomain,
+  isQualifiedName,
+  isValidLabelValue,
+  isValidQualifiedName,
+  regexError,
+  utf8Length,
+} from '../../src/validation/name-validation.js';
 
 /**
  * The max-length wording changed between apimachinery versions ("characters" / "bytes"), so
@@ -196,5 +203,24 @@ describe('the format scans accept exactly what upstream’s regular expressions 
     const used = process.cpuUsage(started);
     // About 50 ms; the experimental engine took 6 s per 3 MB string.
     assert.ok(used.user + used.system < 1_500_000, `${((used.user + used.system) / 1000).toFixed(0)} ms`);
+  });
+});
+
+describe('isValidQualifiedName, the yes-or-no of isQualifiedName without its messages', () => {
+  it('agrees with isQualifiedName on generated names: prefixes, slashes, lengths at the limits, case, non-ASCII', () => {
+    const part = fc.oneof(
+      fc.stringMatching(/^[a-z0-9.-]{0,12}$/),
+      fc.stringMatching(/^[A-Za-z0-9_.é-]{0,12}$/),
+      fc.constantFrom('a'.repeat(63), 'a'.repeat(64), 'a'.repeat(253), 'a'.repeat(254), `${'a'.repeat(62)}é`, ''),
+    );
+    const name = fc.oneof(
+      part,
+      fc.tuple(part, part).map(([a, b]) => `${a}/${b}`),
+      fc.tuple(part, part, part).map((p) => p.join('/')),
+    );
+    fc.assert(
+      fc.property(name, (value) => isValidQualifiedName(value) === (isQualifiedName(value).length === 0)),
+      { numRuns: 2000, seed: 31 },
+    );
   });
 });
