@@ -11,8 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
-import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
-import type { Namespace, Node, ObjectMeta, Pod } from '../api/types.js';
+import { namespaceAsRead, nodeAsRead, runtimeClassAsRead } from '../api/cluster-objects.js';
+import type { Namespace, Node, ObjectMeta, Pod, RuntimeClass } from '../api/types.js';
 import { controllerOf, type WorkloadRef } from '../audit/workloads.js';
 import { isJsonObject } from '../api/types.js';
 import type { KubeLogger } from './kube-logger.js';
@@ -33,12 +33,18 @@ export interface ClusterState {
    * whole, in the file's order: the audit judges their templates (src/tenancy/node-side.ts).
    */
   nodePools: unknown[];
+  /**
+   * RuntimeClasses (`node.k8s.io/v1`, as `kubectl get runtimeclasses -o yaml` writes them), as the
+   * informer keeps them: DedicatedNodes names the one whose scheduling a refused pod carries, and
+   * the audit judges their scheduling (src/tenancy/runtime-classes.ts).
+   */
+  runtimeClasses: RuntimeClass[];
   /** Documents and list items that were skipped, each naming where it was and why. */
   warnings: string[];
 }
 
 /** List kinds whose `items` are read; the typed lists name the kind their items default to. */
-type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool';
+type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool' | 'RuntimeClass';
 
 const listKinds = new Map<string, ItemKind | undefined>([
   ['List', undefined],
@@ -46,14 +52,18 @@ const listKinds = new Map<string, ItemKind | undefined>([
   ['NodeList', 'Node'],
   ['PodList', 'Pod'],
   ['NodePoolList', 'NodePool'],
+  ['RuntimeClassList', 'RuntimeClass'],
 ]);
+
+/** The RuntimeClass API (k8s.io/api/node/v1). */
+const runtimeClassApiVersion = 'node.k8s.io/v1';
 
 /** Karpenter's API (pkg/apis/v1 of sigs.k8s.io/karpenter v1.15.0). */
 const nodePoolApiVersion = 'karpenter.sh/v1';
 
-/** The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools. */
+/** The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools and node.k8s.io/v1 for RuntimeClasses. */
 function apiVersionOf(kind: ItemKind | undefined): string {
-  return kind === 'NodePool' ? nodePoolApiVersion : 'v1';
+  return kind === 'NodePool' ? nodePoolApiVersion : kind === 'RuntimeClass' ? runtimeClassApiVersion : 'v1';
 }
 
 export interface ClusterStateOptions {
@@ -83,6 +93,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
   const pods = new Map<string, Pod>();
   const controllers = new Map<string, WorkloadRef | undefined>();
   const nodePools = new Map<string, unknown>();
+  const runtimeClasses = new Map<string, RuntimeClass>();
   const warnings: string[] = [];
   const state = (): ClusterState => ({
     namespaces: [...namespaces.values()],
@@ -90,6 +101,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
     pods: [...pods.values()],
     controllers,
     nodePools: [...nodePools.values()],
+    runtimeClasses: [...runtimeClasses.values()],
     warnings,
   });
 
@@ -191,10 +203,18 @@ export function parseClusterState(text: string, source: string, options: Cluster
       nodePools.set(name, { ...value, apiVersion, kind });
       return;
     }
+    if (kind === 'RuntimeClass' && apiVersion === runtimeClassApiVersion) {
+      const name = nameOf(value);
+      const kept = runtimeClassAsRead({ ...value, apiVersion, kind });
+      if (name === undefined || kept === undefined) throw new Error(`${where}: RuntimeClass has no metadata.name`);
+      if (runtimeClasses.has(name)) warnings.push(`${where}: RuntimeClass "${name}" appears again; the later one is used`);
+      runtimeClasses.set(name, kept);
+      return;
+    }
     const read =
       options.readPods === true
-        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool'
-        : 'v1 Namespace, Node, karpenter.sh/v1 NodePool';
+        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass'
+        : 'v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass';
     warnings.push(`${where}: ${label} ignored (only ${read} and lists of them are read)`);
   }
 
@@ -205,7 +225,13 @@ export function parseClusterState(text: string, source: string, options: Cluster
  * A ClusterFacts over fixed objects: always synced (there is nothing to wait for), answering
  * from Maps by name. A namespace it does not hold does not exist, as far as it knows.
  */
-export function staticClusterFacts(state: { namespaces: readonly Namespace[]; nodes: readonly Node[] }): ClusterFacts {
+export function staticClusterFacts(state: {
+  namespaces: readonly Namespace[];
+  nodes: readonly Node[];
+  runtimeClasses?: readonly RuntimeClass[];
+}): ClusterFacts {
+  const runtimeClassList: readonly RuntimeClass[] = state.runtimeClasses ?? [];
+  const runtimeClasses = new Map(runtimeClassList.map((runtimeClass) => [runtimeClass.metadata.name, runtimeClass]));
   const namespaces = new Map(state.namespaces.map((namespace) => [namespace.metadata.name, namespace]));
   const nodes = new Map(state.nodes.map((node) => [node.metadata.name, node]));
   const nodeList: readonly Node[] = [...nodes.values()];
@@ -216,6 +242,8 @@ export function staticClusterFacts(state: { namespaces: readonly Namespace[]; no
     readNode: (name) => Promise.resolve(nodes.get(name)),
     listNodes: () => nodeList,
     knowsNodes: true,
+    readRuntimeClass: (name) => Promise.resolve(runtimeClasses.get(name)),
+    listRuntimeClasses: () => runtimeClassList,
     isSynced: () => true,
     stop: () => Promise.resolve(),
   };

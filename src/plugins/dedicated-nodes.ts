@@ -38,6 +38,12 @@ import { nodePoolFindings } from '../tenancy/node-side.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
+import {
+  nodeSelectorFromRuntimeClass,
+  runtimeClassProblem,
+  tolerationFromRuntimeClass,
+  type RuntimeClass,
+} from '../tenancy/runtime-classes.js';
 import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
@@ -85,7 +91,13 @@ export function createDedicatedNodes(policies: () => PolicySet): DedicatedNodesP
     validate: (object, attributes, context) =>
       isNodePoolRequest(attributes) ? validateNodePool(policies(), object, attributes) : validate(policies(), object, attributes, context),
     readsNamedNode: (attributes) => policies().policies.length > 0 && !isNodePoolRequest(attributes),
+    // Only a Pod's CREATE has a RuntimeClass merged in (the in-tree plugin's handler is Create only).
+    readsRuntimeClass: (attributes) => policies().policies.length > 0 && attributes.operation === 'CREATE' && isPodKind(attributes),
   } satisfies DedicatedNodesPlugin;
+}
+
+function isPodKind(attributes: AdmissionAttributes): boolean {
+  return workloadKindOf(attributes)?.kind === 'Pod';
 }
 
 /** A write of a Karpenter NodePool itself (`karpenter.sh/v1` `nodepools`, not its status). */
@@ -194,6 +206,8 @@ interface Prepared {
   readonly workload: Workload;
   readonly evaluator: PolicyEvaluator;
   readonly namespace: string;
+  /** The RuntimeClass a Pod CREATE names, whose scheduling the webhook sees merged into the pod. */
+  readonly runtimeClass: RuntimeClass | undefined;
 }
 
 type Preparation =
@@ -225,7 +239,8 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     set.namespaceVerdicts,
   );
   const namespace = attributes.namespace;
-  const prepared = { workload, evaluator, namespace };
+  const runtimeClass = workload.kind === 'Pod' && attributes.operation === 'CREATE' ? context.runtimeClass : undefined;
+  const prepared = { workload, evaluator, namespace, runtimeClass };
   const groups = resolveNamespaceGroups(set, evaluator);
   if (groups.conflict !== undefined) {
     const annotations = {
@@ -379,6 +394,8 @@ interface JudgedScope {
   readonly judgePair: boolean;
   /** The tenant's node choice: with the pair, or for a template that changed. */
   readonly judgeContradictions: boolean;
+  /** The RuntimeClass named, judged with the node choice (a pod's is immutable); undefined when none is. */
+  readonly runtimeClassName: string | undefined;
 }
 
 /** An UPDATE is judged on its added tolerations, a changed nodeName, and a template only when it changed. */
@@ -390,12 +407,15 @@ function judgedScope(workload: Workload, isCreate: boolean): JudgedScope {
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
   const templateJudged = workload.kind !== 'Pod' && (isCreate || !jsonEqual(workload.spec, workload.oldSpec));
   const judgePair = (workload.kind === 'Pod' && isCreate) || (workload.kind === 'DaemonSet' && templateJudged);
+  const judgeContradictions = judgePair || templateJudged;
+  const runtimeClassName = workload.spec.runtimeClassName;
   return {
     tolerations,
     kept,
     nodeName: judgeNodeName ? nodeName : undefined,
     judgePair,
-    judgeContradictions: judgePair || templateJudged,
+    judgeContradictions,
+    runtimeClassName: judgeContradictions && typeof runtimeClassName === 'string' && runtimeClassName !== '' ? runtimeClassName : undefined,
   };
 }
 
@@ -455,7 +475,15 @@ function judgeMembership(
       tally.violations.push({ policy, message });
     }
   }
-  const foreign = foreignTolerations(scope, policy, ownGroup, specPath);
+  const foreign = foreignTolerations(scope, policy, ownGroup, specPath, prepared.runtimeClass);
+  const runtimeClass =
+    scope.runtimeClassName === undefined ? undefined : runtimeClassProblem(policy, ownGroup, isTenant, scope.runtimeClassName, specPath);
+  if (runtimeClass?.foreign === true) {
+    foreign.push(runtimeClass.message);
+  } else if (runtimeClass !== undefined) {
+    tally.involved.add(policy);
+    tally.violations.push({ policy, message: runtimeClass.message });
+  }
   const nodeProblem =
     named === undefined
       ? undefined
@@ -480,7 +508,13 @@ function judgeMembership(
 }
 
 /** The judged tolerations that reach another group's dedicated taint under `policy`, as messages. */
-function foreignTolerations(scope: JudgedScope, policy: TenancyPolicy, ownGroup: string, specPath: string): string[] {
+function foreignTolerations(
+  scope: JudgedScope,
+  policy: TenancyPolicy,
+  ownGroup: string,
+  specPath: string,
+  runtimeClass: RuntimeClass | undefined,
+): string[] {
   const { tolerations, kept } = scope;
   const foreign: string[] = [];
   for (let index = 0; index < tolerations.length; index++) {
@@ -488,7 +522,10 @@ function foreignTolerations(scope: JudgedScope, policy: TenancyPolicy, ownGroup:
     if (kept?.[index] === 1) continue;
     const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
     if (tolerated !== undefined) {
-      foreign.push(`${foreignTolerationText(specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")`);
+      const origin = tolerationFromRuntimeClass(runtimeClass, toleration);
+      foreign.push(
+        `${foreignTolerationText(specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")${origin === undefined ? '' : `, ${origin}`}`,
+      );
     }
   }
   return foreign;
@@ -562,7 +599,17 @@ function contradictionMessage(
   group: string,
   contradictions: readonly { field: string; detail: string }[],
 ): string {
-  const each = spellOut(contradictions, contradictionText, '; ');
+  const selected = prepared.workload.spec.nodeSelector?.[policy.nodeLabel];
+  const origin = selected === undefined ? undefined : nodeSelectorFromRuntimeClass(prepared.runtimeClass, policy.nodeLabel, selected);
+  const nodeSelectorField = `${prepared.workload.specPath}.nodeSelector`;
+  const each = spellOut(
+    contradictions,
+    (contradiction) =>
+      origin !== undefined && contradiction.field === nodeSelectorField
+        ? `${contradictionText(contradiction)} (${origin})`
+        : contradictionText(contradiction),
+    '; ',
+  );
   return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
 }
 

@@ -35,6 +35,7 @@ import { AdmissionError } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
+import type { Namespace, Node, RuntimeClass } from '../api/types.js';
 import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import type { ReviewAnswer, ReviewRunner } from '../admission/run-review.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
@@ -331,8 +332,13 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
         logger.error({ error: message.message }, 'a review worker could not build the policy set; its reviews are undecided');
         return;
       case 'facts': {
-        const read =
-          message.query === 'namespace' ? options.clusterFacts.getNamespace(message.name) : options.clusterFacts.readNode(message.name);
+        const facts = options.clusterFacts;
+        const read: Promise<Namespace | Node | RuntimeClass | undefined> =
+          message.query === 'namespace'
+            ? facts.getNamespace(message.name)
+            : message.query === 'node'
+              ? facts.readNode(message.name)
+              : facts.readRuntimeClass(message.name);
         read.then(
           (value) => {
             post(slot, { type: 'facts', id: message.id, value });

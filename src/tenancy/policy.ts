@@ -10,6 +10,7 @@ import { compileExpression } from './cel.js';
 import type { CompiledExpression, ExpressionPosition, ExpressionResultType } from './cel.js';
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { clipText } from '../api/text-bounds.js';
+import { parseRuntimeClasses, type RuntimeClassAllowList } from './runtime-classes.js';
 
 export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
@@ -43,6 +44,12 @@ export interface TenancyPolicy {
    * (src/tenancy/node-side.ts); an empty map when the policy names none.
    */
   readonly nodePools: ReadonlyMap<string, string>;
+  /**
+   * The RuntimeClasses each group may use (`spec.runtimeClasses`, optional; src/tenancy/runtime-classes.ts):
+   * a RuntimeClass listed for some groups is refused to every other, and a group that lists its
+   * RuntimeClasses is kept to them. Empty when the policy lists none.
+   */
+  readonly runtimeClasses: RuntimeClassAllowList;
   /**
    * What the loader warns about without refusing the policy: `group`, `exempt` or `infrastructure`
    * reading fields the pod's author writes, which lets a tenant choose its own answer.
@@ -99,7 +106,7 @@ export type PolicyParseResult =
 
 const effects: readonly TaintEffect[] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 const enforcements: readonly Enforcement[] = ['Deny', 'Warn'];
-const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement', 'nodePools']);
+const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement', 'nodePools', 'runtimeClasses']);
 const taintFields = new Set(['key', 'effect']);
 /** metadata.name follows the rule of most Kubernetes object names: a DNS-1123 subdomain, ≤ 253. */
 const objectNameFormat = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -196,6 +203,7 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
   }
 
   const nodePools = parseNodePools(spec.nodePools, report);
+  const runtimeClasses = parseRuntimeClasses(spec.runtimeClasses, report);
 
   if (errors.length > 0 || name === undefined || group === undefined || taint === undefined || typeof nodeLabel !== 'string') {
     return { errors };
@@ -219,6 +227,7 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
       infrastructure,
       enforcement: enforcement as Enforcement,
       nodePools,
+      runtimeClasses,
       cautions,
     },
     errors: [],

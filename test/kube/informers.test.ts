@@ -77,7 +77,7 @@ describe('startInformers', () => {
     const { fake, facts } = await setup(t);
     await synced(facts);
 
-    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true });
+    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true, runtimeclasses: true });
     assert.deepEqual(facts.getNode('node-1')?.spec?.taints, [{ key: 'dedicated', value: 'a', effect: 'NoSchedule' }]);
     assert.deepEqual(
       facts.listNodes().map((node) => node.metadata.name),
@@ -106,7 +106,7 @@ describe('startInformers', () => {
 
     await eventually(() => facts.syncState().namespaces, 'the namespace cache has synced');
     assert.equal(facts.isSynced(), false);
-    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: false });
+    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: false, runtimeclasses: true });
     assert.equal(facts.getNode('node-1'), undefined);
 
     releaseNodes();
@@ -138,7 +138,7 @@ describe('startInformers', () => {
       facts.listNodes().map((node) => node.metadata.name),
       ['node-1'],
     );
-    assert.equal(fake.count({ verb: 'list' }), 2, 'one list per resource: events alone kept the caches current');
+    assert.equal(fake.count({ verb: 'list' }), 3, 'one list per resource: events alone kept the caches current');
   });
 
   it('relists after a watch ERROR event carrying a 410 Status, reconciling deletions it missed', async (t) => {
@@ -297,7 +297,7 @@ describe('startInformers', () => {
   it('asks the server to end each watch after 5 to 10 minutes', async (t) => {
     const { fake, facts } = await setup(t);
     await synced(facts);
-    await eventually(() => fake.count({ verb: 'watch' }) === 2, 'both watches are open');
+    await eventually(() => fake.count({ verb: 'watch' }) === 3, 'the three watches (namespaces, nodes, runtimeclasses) are open');
 
     for (const request of fake.requests.filter((r) => r.verb === 'watch')) {
       const seconds = Number(request.timeoutSeconds);
