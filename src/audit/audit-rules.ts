@@ -22,6 +22,7 @@
  * | `invalid-toleration` | TolerationValidation | a toleration the API server refuses on CREATE under the current gates |
  * | `node-pattern` | DedicatedNodes | does a Node carry a group's label without its taint, or the reverse? (auditNodeSide) |
  * | `nodepool-pattern` | DedicatedNodes | does a Karpenter NodePool make such nodes, or serve another group than spec.nodePools names? |
+ * | `runtimeclass-pattern` | DedicatedNodes | does a RuntimeClass's scheduling reach a group's nodes without spec.runtimeClasses listing it for that group? |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
  * naming no node (and only while policies are loaded, and outside infrastructure namespaces);
@@ -54,6 +55,7 @@ import type { PluginName } from '../plugins/plugin.js';
 import { memoryPressureToleration } from '../plugins/pod-toleration-restriction.js';
 import { foreignGroupsTolerated, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement } from '../tenancy/node-affinity.js';
+import { runtimeClassFindings } from '../tenancy/runtime-classes.js';
 import {
   createPolicyEvaluator,
   resolveNamespaceGroups,
@@ -88,8 +90,8 @@ export interface AuditViolation {
   /** '' for a Node or NodePool (cluster-scoped). */
   readonly namespace: string;
   readonly name: string;
-  /** What `name` names: absent for a Pod; `Node` or `NodePool` (karpenter.sh/v1) for the node-side rules. */
-  readonly kind?: 'Node' | 'NodePool';
+  /** What `name` names: absent for a Pod; `Node`, `NodePool` (karpenter.sh/v1) or `RuntimeClass` (node.k8s.io/v1) for the node-side rules. */
+  readonly kind?: 'Node' | 'NodePool' | 'RuntimeClass';
   /** `spec.nodeName`, '' for a pod not bound to a node. */
   readonly node: string;
   readonly rule: AuditRuleName;
@@ -379,10 +381,13 @@ const rules = [
  * Nodes and Karpenter NodePools rather than on a pod: `node-pattern`, a Node labelled for a group
  * without its taint, tainted without its label, or labelled for one group and tainted for
  * another; `nodepool-pattern`, a NodePool whose template makes such nodes, or that serves another
- * group than the one `spec.nodePools` names it for. Both belong to DedicatedNodes, which refuses
- * such a NodePool on admission.
+ * group than the one `spec.nodePools` names it for; `runtimeclass-pattern`, a RuntimeClass whose
+ * scheduling reaches a group's nodes (its nodeSelector on the group label, a toleration of a
+ * group's taint) without `spec.runtimeClasses` listing it for that group
+ * (src/tenancy/runtime-classes.ts). All belong to DedicatedNodes, which refuses such a NodePool on
+ * admission, and a pod naming another group's RuntimeClass.
  */
-export const nodeSideRuleNames = ['node-pattern', 'nodepool-pattern'] as const;
+export const nodeSideRuleNames = ['node-pattern', 'nodepool-pattern', 'runtimeclass-pattern'] as const;
 
 export type AuditRuleName = (typeof rules)[number]['name'] | (typeof nodeSideRuleNames)[number];
 
@@ -394,7 +399,12 @@ export const auditRuleNames: readonly AuditRuleName[] = [...rules.map((rule) => 
  * server's), while DedicatedNodes is enabled; one per object, rule and policy, each naming the
  * object and the field. Linear in the objects (node-side.ts).
  */
-export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknown[], settings: AuditSettings): AuditViolation[] {
+export function auditNodeSide(
+  nodes: readonly Node[],
+  nodePools: readonly unknown[],
+  settings: AuditSettings,
+  runtimeClasses: readonly unknown[] = [],
+): AuditViolation[] {
   const policies = settings.policies.policies;
   if (!settings.enabled.has('DedicatedNodes') || policies.length === 0) return [];
   const violations: AuditViolation[] = [];
@@ -422,6 +432,21 @@ export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknow
         kind: 'NodePool',
         node: '',
         rule: 'nodepool-pattern',
+        message: finding.message,
+        policy: finding.policy.name,
+      });
+    }
+  }
+  for (const runtimeClass of runtimeClasses) {
+    const metadata = isJsonObject(runtimeClass) && isJsonObject(runtimeClass.metadata) ? runtimeClass.metadata : {};
+    const name = typeof metadata.name === 'string' ? metadata.name : '';
+    for (const finding of runtimeClassFindings(runtimeClass, policies)) {
+      violations.push({
+        namespace: '',
+        name,
+        kind: 'RuntimeClass',
+        node: '',
+        rule: 'runtimeclass-pattern',
         message: finding.message,
         policy: finding.policy.name,
       });

@@ -233,7 +233,7 @@ export function auditTable(result: AuditResult): string {
   const clusterScoped = new Set(
     result.violations.filter((violation) => violation.kind !== undefined).map((v) => `${v.kind ?? ''}/${v.name}`),
   ).size;
-  const nodeSide = clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes or NodePools`;
+  const nodeSide = clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes, NodePools or RuntimeClasses`;
   return `${padded(['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${nodeSide}${undecided}.\n`;
 }
 

@@ -21,7 +21,7 @@ import { auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRuleNames, type 
 import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
-import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
+import { namespaceAsRead, nodeAsRead, runtimeClassAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { stringify } from 'yaml';
@@ -185,7 +185,10 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
     const note = (text: string): void => {
       io.stderr(`tolerator audit: ${terminalSafe(text)}\n`);
     };
-    const clusterFindings = namespace === undefined ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings) : [];
+    const clusterFindings =
+      namespace === undefined
+        ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings, await source.runtimeClasses(note))
+        : [];
     result = await runAudit(pages, source.facts, settings, {
       clusterFindings,
       ...(rules === undefined ? {} : { rules }),
@@ -214,7 +217,7 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const tenancyRules = tenancyRuleNames.filter((name) => rules === undefined || rules.has(name));
   if (admission.policiesDir === undefined && settings.enabled.has('DedicatedNodes') && tenancyRules.length > 0) {
     io.stderr(
-      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes and NodePools only against TenancyPolicies. ` +
+      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes, NodePools and RuntimeClasses only against TenancyPolicies. ` +
         'Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n',
     );
   }
@@ -275,6 +278,8 @@ interface AuditSource {
    * where the caller may not list them (then `note` says so, and the rest of the audit goes on).
    */
   readonly nodePools: (note: (text: string) => void) => Promise<readonly unknown[]>;
+  /** The RuntimeClasses (node.k8s.io/v1); none where the caller may not list them (then `note` says so). */
+  readonly runtimeClasses: (note: (text: string) => void) => Promise<readonly unknown[]>;
 }
 
 function fileSource(file: string, io: CommandIo): AuditSource {
@@ -289,6 +294,7 @@ function fileSource(file: string, io: CommandIo): AuditSource {
     readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
     done: () => undefined,
     nodePools: () => Promise.resolve(state.nodePools),
+    runtimeClasses: () => Promise.resolve(state.runtimeClasses),
   };
 }
 
@@ -415,10 +421,22 @@ async function clusterSource(
     if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
     return listAll(path, (item) => item);
   };
+  // RuntimeClasses are served by every supported API server (node.k8s.io/v1 since 1.20).
+  const runtimeClasses = async (note: (text: string) => void): Promise<readonly unknown[]> => {
+    const path = '/apis/node.k8s.io/v1/runtimeclasses';
+    const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
+    if (probe.status === 403 || probe.status === 404) {
+      note(`RuntimeClasses not audited: ${describeFailure(probe)}`);
+      return [];
+    }
+    if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
+    return listAll(path, runtimeClassAsRead);
+  };
   return {
     facts,
     readController,
     nodePools,
+    runtimeClasses,
     done: progress.clear,
     pages: (handlers) =>
       listInPages(request, podsPath, options, {
