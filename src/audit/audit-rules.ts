@@ -56,6 +56,7 @@ import { memoryPressureToleration } from '../plugins/pod-toleration-restriction.
 import { foreignGroupsTolerated, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement } from '../tenancy/node-affinity.js';
 import { runtimeClassFindings } from '../tenancy/runtime-classes.js';
+import { groupLabelValues } from '../tenancy/group-node-labels.js';
 import {
   createPolicyEvaluator,
   resolveNamespaceGroups,
@@ -234,9 +235,9 @@ const rules = [
         if (!subject.tolerations.some((toleration) => toleratesOwnGroup(toleration, taint))) {
           lacks.push(`spec.tolerations lacks ${groupTolerationText(policy, group)}`);
         }
-        for (const contradiction of groupContradictions(spec, policy.nodeLabel, group, 'spec'))
+        for (const contradiction of groupContradictions(spec, policy.nodeLabel, group, 'spec', groupLabelValues(policy, group)))
           lacks.push(contradictionText(contradiction));
-        const missing = missingGroupRequirement(spec, policy.nodeLabel, group, 'spec');
+        const missing = missingGroupRequirement(spec, policy.nodeLabel, group, 'spec', groupLabelValues(policy, group));
         if (missing.length > 0) lacks.push(`${groupRequirementText(policy, group)} is missing in ${spell(missing)}`);
         if (lacks.length === 0) continue;
         findings.push({

@@ -37,6 +37,7 @@ import { isJsonObject, jsonEqual } from '../api/types.js';
 import { nodePoolFindings } from '../tenancy/node-side.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
+import { groupLabelValues } from '../tenancy/group-node-labels.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
 import {
   nodeSelectorFromRuntimeClass,
@@ -51,6 +52,7 @@ import {
   contradictionText,
   foreignReachRule,
   foreignTolerationText,
+  groupNodesText,
   groupRequirementText,
   groupTaintPattern,
   groupTaintText,
@@ -309,14 +311,15 @@ function admit(set: PolicySet, object: JsonObject, attributes: AdmissionAttribut
   const violations: Violation[] = [];
   let spec = workload.spec;
   for (const { policy } of applying) {
-    const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
+    const groupValues = groupLabelValues(policy, group);
+    const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath, groupValues);
     if (contradictions.length > 0) {
       violations.push({ policy, message: contradictionMessage(prepared, policy, group, contradictions) });
       // Under Warn the pod keeps its own choice: adding the group requirement would only make it unschedulable.
       continue;
     }
     spec = withGroupToleration(spec, policy, group);
-    spec = requireGroupInEveryTerm(spec, policy.nodeLabel, group);
+    spec = requireGroupInEveryTerm(spec, policy.nodeLabel, group, groupValues);
   }
 
   const outcome = decide(violations);
@@ -575,11 +578,12 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
       `${subject} must tolerate the taint ${groupTaintText(policy, group)}: ${workload.specPath}.tolerations lacks ${groupTolerationText(policy, group)}`,
     );
   }
-  const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
+  const groupValues = groupLabelValues(policy, group);
+  const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath, groupValues);
   if (contradictions.length > 0) {
     messages.push(contradictionMessage(prepared, policy, group, contradictions));
   }
-  const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
+  const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath, groupValues) : [];
   if (missing.length > 0) {
     messages.push(
       `${subject} must require ${groupRequirementText(policy, group)} in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
@@ -610,7 +614,7 @@ function contradictionMessage(
         : contradictionText(contradiction),
     '; ',
   );
-  return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
+  return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${groupNodesText(policy, group)}, but the pod asks for other nodes: ${each}`;
 }
 
 // ---------------------------------------------------------------------------------------------
