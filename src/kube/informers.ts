@@ -198,7 +198,10 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
     knowsNodes: true,
     readRuntimeClass: (name) => Promise.resolve(runtimeClasses.get(name) as unknown as RuntimeClass | undefined),
     listRuntimeClasses: () => runtimeClasses.list() as unknown as readonly RuntimeClass[],
-    isSynced: () => namespaces.synced && nodes.synced && runtimeClasses.synced,
+    // Not the RuntimeClasses: they only explain a refusal, so a cluster role that lacks them (an
+    // install upgraded without the new RBAC rule) must not keep every replica unready; their cache
+    // state shows in tolerator_cache_synced{resource="runtimeclasses"} all the same.
+    isSynced: () => namespaces.synced && nodes.synced,
     syncState: () => ({ namespaces: namespaces.synced, nodes: nodes.synced, runtimeclasses: runtimeClasses.synced }),
     restarts: () => namespaces.restarts + nodes.restarts + runtimeClasses.restarts,
     async stop() {

@@ -76,6 +76,7 @@ describe('startInformers', () => {
   it('answers getNode, listNodes and getNamespace from the cache after the initial list', async (t) => {
     const { fake, facts } = await setup(t);
     await synced(facts);
+    await eventually(() => facts.syncState().runtimeclasses, 'the RuntimeClass cache has synced');
 
     assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true, runtimeclasses: true });
     assert.deepEqual(facts.getNode('node-1')?.spec?.taints, [{ key: 'dedicated', value: 'a', effect: 'NoSchedule' }]);
@@ -104,7 +105,10 @@ describe('startInformers', () => {
       },
     });
 
-    await eventually(() => facts.syncState().namespaces, 'the namespace cache has synced');
+    await eventually(
+      () => facts.syncState().namespaces && facts.syncState().runtimeclasses,
+      'the namespace and RuntimeClass caches have synced',
+    );
     assert.equal(facts.isSynced(), false);
     assert.deepEqual(facts.syncState(), { namespaces: true, nodes: false, runtimeclasses: true });
     assert.equal(facts.getNode('node-1'), undefined);
@@ -112,6 +116,36 @@ describe('startInformers', () => {
     releaseNodes();
     await synced(facts);
     assert.equal(taintValue(facts, 'node-1'), 'a');
+  });
+
+  it('RuntimeClasses: read from their own cache, and a RuntimeClass list that cannot complete (no RBAC for it) does not hold readiness', async (t) => {
+    let releaseRuntimeClasses = (): void => undefined;
+    const { fake, facts } = await setup(t, {
+      beforeStart: (fake) => {
+        fake.put('runtimeclasses', {
+          metadata: { name: 'kata-pci', managedFields: [{}] },
+          handler: 'kata',
+          scheduling: { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoSchedule' }] },
+        });
+        releaseRuntimeClasses = fake.holdLists('runtimeclasses');
+      },
+    });
+    await synced(facts);
+    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true, runtimeclasses: false });
+    assert.equal(await facts.readRuntimeClass('kata-pci'), undefined, 'not listed yet: unexplained, never a guess');
+
+    releaseRuntimeClasses();
+    await eventually(() => facts.syncState().runtimeclasses, 'the RuntimeClass cache has synced');
+    const read = await facts.readRuntimeClass('kata-pci');
+    // What is kept: the name and the scheduling (managedFields and handler are not).
+    assert.deepEqual(Object.keys(read?.metadata ?? {}).sort(), ['name', 'resourceVersion']);
+    assert.deepEqual(read?.scheduling, { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoSchedule' }] });
+    assert.equal(read !== undefined && 'handler' in read, false);
+    assert.deepEqual(
+      facts.listRuntimeClasses().map(({ metadata }) => metadata.name),
+      ['kata-pci'],
+    );
+    assert.ok(fake.requests.some((request) => request.resource === 'runtimeclasses' && request.verb === 'list'));
   });
 
   it('applies watch ADDED, MODIFIED and DELETED events to the cache', async (t) => {
