@@ -37,6 +37,13 @@ export const statusTextBytes = { message: 32 * 1024, causes: 16 * 1024 } as cons
  */
 export const maxCauses = 100;
 
+/**
+ * The most bytes of an object's name `details.name` carries: 253, the longest name of an object
+ * (a DNS subdomain). The mutating webhook sees an object before the API server validates its
+ * name, so a name there may be megabytes long; a real one is never clipped.
+ */
+const detailsNameBytes = 253;
+
 /** JSON's `{"reason":"","message":"","field":""},` around one cause's three strings. */
 const causeOverheadBytes = '{"reason":"","message":"","field":""},'.length;
 /** Room kept for the last cause that counts the rest: its overhead, reason and message. */
@@ -87,7 +94,11 @@ export function denialStatus(denial: Denial): DenialStatus {
       status: 'Failure',
       message: clipToBytes(message, statusTextBytes.message),
       reason: 'Forbidden',
-      details: { ...(name === '' ? {} : { name }), ...(group === '' ? {} : { group }), kind: resource },
+      details: {
+        ...(name === '' ? {} : { name: clipToBytes(name, detailsNameBytes) }),
+        ...(group === '' ? {} : { group }),
+        kind: resource,
+      },
       code: 403,
     };
   }
@@ -107,7 +118,7 @@ export function denialStatus(denial: Denial): DenialStatus {
     message: clipToBytes(message, statusTextBytes.message),
     reason: 'Invalid',
     details: {
-      name: denial.name,
+      name: clipToBytes(denial.name, detailsNameBytes),
       ...(denial.group === '' ? {} : { group: denial.group }),
       kind: denial.kind,
       causes: boundedCauses(denial.errors, omitted),

@@ -20,8 +20,11 @@
  *
  * With DRADeviceTaints off the API server drops device tolerations, so nothing is added (it would
  * be dropped) and nothing is judged. Claims the scheduler makes for extended resources (annotation
- * `resource.kubernetes.io/extended-resource-claim: "true"`) are left alone: the scheduler
- * allocates them from its own copy.
+ * `resource.kubernetes.io/extended-resource-claim: "true"`) get no defaults: the scheduler
+ * allocates them from its own copy. They are still held to the allow-list: anyone who may create a
+ * claim may write that annotation (the API server does not reserve it), and the scheduler's own
+ * claims carry no device tolerations (createRequestsAndMappings in
+ * pkg/scheduler/framework/plugins/dynamicresources), so the allow-list never refuses one.
  *
  * Anyone who may annotate a namespace may change its defaults and its allow-list (as with
  * PodTolerationRestriction's annotations): the allow-list is a guard against mistakes of a
@@ -175,8 +178,8 @@ function forbidden(message: string): Denial {
 
 export function createDeviceTolerationRestriction(config: DeviceTolerationRestrictionConfig = {}) {
   const clusterDefaults = config.defaults ?? [];
-  const applies = (attributes: AdmissionAttributes, context: PluginContext): boolean =>
-    context.gates.DRADeviceTaints && attributes.object !== undefined && !isExtendedResourceClaim(attributes.object);
+  const gateOn = (attributes: AdmissionAttributes, context: PluginContext): boolean =>
+    context.gates.DRADeviceTaints && attributes.object !== undefined;
 
   return {
     name: 'DeviceTolerationRestriction',
@@ -187,7 +190,7 @@ export function createDeviceTolerationRestriction(config: DeviceTolerationRestri
 
     admit(object, attributes, context): MutationOutcome {
       const target = claimTargetOf(attributes);
-      if (target === undefined || !applies(attributes, context)) return { object };
+      if (target === undefined || !gateOn(attributes, context) || isExtendedResourceClaim(object)) return { object };
       const fromNamespace = namespaceList(context.namespace, defaultDeviceTolerationsAnnotation);
       if (fromNamespace.error !== undefined) return { denial: forbidden(fromNamespace.error) };
       const defaults = fromNamespace.tolerations ?? clusterDefaults;
@@ -207,7 +210,7 @@ export function createDeviceTolerationRestriction(config: DeviceTolerationRestri
 
     validate(object, attributes, context): ValidationOutcome {
       const target = claimTargetOf(attributes);
-      if (target === undefined || !applies(attributes, context)) return {};
+      if (target === undefined || !gateOn(attributes, context)) return {};
       const whitelist = namespaceList(context.namespace, deviceTolerationsWhitelistAnnotation);
       if (whitelist.error !== undefined) return { denial: forbidden(whitelist.error) };
       if (whitelist.tolerations === undefined || whitelist.tolerations.length === 0) return {};

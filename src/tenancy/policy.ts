@@ -111,7 +111,13 @@ export type PolicyParseResult =
   | { readonly policy: TenancyPolicy; readonly errors: readonly [] }
   | { readonly policy?: undefined; readonly errors: readonly PolicyLoadError[] };
 
-const effects: readonly TaintEffect[] = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+/**
+ * The group taint's effects: those that keep a pod that does not tolerate the taint off the node.
+ * Not PreferNoSchedule: kube-scheduler only scores it (TaintToleration's Score) and Karpenter's
+ * relaxation tolerates it (preferences.go toleratePreferNoScheduleTaints), so every pod of the
+ * cluster could still run on the group's nodes.
+ */
+const effects: readonly TaintEffect[] = ['NoSchedule', 'NoExecute'];
 const enforcements: readonly Enforcement[] = ['Deny', 'Warn'];
 const specFields = new Set([
   'group',
@@ -322,7 +328,12 @@ function parseTaint(taint: unknown, report: (path: readonly string[], message: s
     }
   }
   if (!effects.includes(effect as TaintEffect)) {
-    report(['spec', 'taint', 'effect'], `unsupported value ${show(effect)}: supported values are ${effects.join(', ')}`);
+    report(
+      ['spec', 'taint', 'effect'],
+      `unsupported value ${show(effect)}: supported values are ${effects.join(', ')}${
+        effect === 'PreferNoSchedule' ? ' (PreferNoSchedule repels no pod for sure: the group nodes would stay open to every pod)' : ''
+      }`,
+    );
     valid = false;
   }
   return valid ? { key: key as string, effect: effect as TaintEffect } : undefined;

@@ -57,6 +57,21 @@ describe('messages of any size: the response builder', () => {
 });
 
 describe('messages of any size: the Status', () => {
+  it("a denial naming an object of a megabyte-long name stays within the Status's bound (details.name included)", () => {
+    // The mutating webhook sees an object before the API server validates its name, so a pod's
+    // name may be megabytes long there, and PodNodeSelector's refusal names the pod.
+    const name = 'n'.repeat(1024 * 1024);
+    const statuses = [
+      denialStatus({ reason: 'Forbidden', message: 'refused', object: { group: '', resource: 'pods', name } }),
+      denialStatus({ reason: 'Invalid', group: '', kind: 'Pod', name, errors: [invalid('spec.tolerations[0].key', 'k', 'bad')] }),
+    ];
+    for (const status of statuses) {
+      const bytes = Buffer.byteLength(JSON.stringify(status));
+      assert.ok(bytes <= statusTextBytes.message + statusTextBytes.causes + 1024, `a Status of ${bytes} bytes`);
+      assert.match(status.details?.name ?? '', /^n+…\(\d+ more characters\)$/);
+    }
+  });
+
   it('a Forbidden message of n characters is clipped to 32 KiB as kube-apiserver encodes it', () => {
     for (const n of [1_000_000, 4_000_000]) {
       const status = denialStatus({ reason: 'Forbidden', message: '&'.repeat(n) });

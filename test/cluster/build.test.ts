@@ -8,7 +8,7 @@ import { lstatSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, it } from 'node:test';
 import { fakeGo } from '../support/fake-go.js';
-import { goToolchainProblem } from './build.js';
+import { goToolchainProblem } from './pinned-build.js';
 
 const root = join(import.meta.dirname, '..', '..');
 

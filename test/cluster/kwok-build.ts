@@ -11,16 +11,14 @@
  * not the other and the suite runner must tell the two apart. The flags are the control plane's:
  * CGO off, GOTOOLCHAIN=local, -mod=readonly, -trimpath, -s -w.
  *
- * Idempotent as build.ts is: bin/BUILD holds a digest of go.mod, go.sum, the Go version and the
- * flags; when it matches and the binary and stages are there, nothing is built. Exit codes: 0 built
- * or up to date, 2 usage, no Go or a Go older than the module's `go` line, 1 the build failed.
+ * Idempotent, with the exit codes of every pinned tool (pinned-build.ts); the digest also covers
+ * the stages copied.
  */
-import { createHash } from 'node:crypto';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { REPO_ROOT } from './binaries.js';
-import { goOutput, goToolchainProblem, installedGoVersion, run, sizeOf } from './build.js';
+import { buildPinnedTool, goCannotBuild, goOutput, run } from './pinned-build.js';
 
 export const KWOK_MODULE_DIR = join(REPO_ROOT, 'tools', 'kwok');
 export const KWOK_BIN_DIR = join(KWOK_MODULE_DIR, 'bin');
@@ -50,7 +48,7 @@ export function kwokPin(goMod: string): string {
 
 /** Why this machine's Go cannot build kwok, or undefined when it can. */
 export function goCannotBuildKwok(): string | undefined {
-  return goToolchainProblem(readFileSync(join(KWOK_MODULE_DIR, 'go.mod'), 'utf8'), installedGoVersion(KWOK_MODULE_DIR));
+  return goCannotBuild(KWOK_MODULE_DIR);
 }
 
 /** -s -w as the control plane: kwok's own release script stamps only the version, which v0.8.0's source already says. */
@@ -66,54 +64,29 @@ export function main(argv: readonly string[]): number {
     console.log('usage: npm run kwok:build -- [--force]');
     return 0;
   }
-  const goMod = readFileSync(join(KWOK_MODULE_DIR, 'go.mod'), 'utf8');
-  const goVersion = installedGoVersion(KWOK_MODULE_DIR);
-  const goProblem = goToolchainProblem(goMod, goVersion);
-  if (goProblem !== undefined || goVersion === undefined) {
-    console.error(`kwok:build: ${goProblem ?? 'Go is not installed'}`);
-    return 2;
-  }
-  const version = kwokPin(goMod);
-  const digest = createHash('sha256')
-    .update([goMod, readFileSync(join(KWOK_MODULE_DIR, 'go.sum'), 'utf8'), goVersion, LDFLAGS, ...KWOK_UPSTREAM_STAGES].join('\0'))
-    .digest('hex');
-  const buildFile = join(KWOK_BIN_DIR, 'BUILD');
-  const complete =
-    existsSync(join(KWOK_BIN_DIR, 'kwok')) &&
-    existsSync(join(KWOK_BIN_DIR, 'VERSION')) &&
-    KWOK_UPSTREAM_STAGES.every((stage) => existsSync(join(KWOK_BIN_DIR, 'stages', stageFileName(stage))));
-  if (!values.force && complete && existsSync(buildFile) && readFileSync(buildFile, 'utf8').trim() === digest) {
-    console.log(`kwok:build: kwok ${version} already built in tools/kwok/bin (0 s)`);
-    return 0;
-  }
-
-  const started = Date.now();
-  const partial = `${KWOK_BIN_DIR}.partial`;
-  rmSync(partial, { recursive: true, force: true });
-  mkdirSync(join(partial, 'stages'), { recursive: true });
-  const env = { ...process.env, CGO_ENABLED: '0', GOTOOLCHAIN: 'local', GOFLAGS: '-mod=readonly' };
-  console.log(`kwok:build: building kwok ${version} with ${goVersion} (cold, about 3 minutes of CPU)`);
-  const built = run('go', ['build', '-trimpath', '-ldflags', LDFLAGS, '-o', join(partial, 'kwok'), KWOK_PACKAGE], KWOK_MODULE_DIR, env);
-  // The module is in the module cache now (the build read it): its folder, as go.sum pins it.
-  const moduleDir =
-    built === 0 ? goOutput(['list', '-mod=readonly', '-m', '-f', '{{.Dir}}', 'sigs.k8s.io/kwok'], KWOK_MODULE_DIR) : undefined;
-  if (built !== 0 || moduleDir === undefined || moduleDir === '') {
-    console.error(`kwok:build: go build failed after ${Math.round((Date.now() - started) / 1000)} s`);
-    return 1;
-  }
-  for (const stage of KWOK_UPSTREAM_STAGES) copyFileSync(join(moduleDir, stage), join(partial, 'stages', stageFileName(stage)));
-  writeFileSync(join(partial, 'VERSION'), `${version}\n`);
-  writeFileSync(join(partial, 'BUILD'), `${digest}\n`);
-  rmSync(KWOK_BIN_DIR, { recursive: true, force: true });
-  renameSync(partial, KWOK_BIN_DIR);
-  const seconds = Math.round((Date.now() - started) / 1000);
-  const modCache = goOutput(['env', 'GOMODCACHE'], KWOK_MODULE_DIR);
-  const buildCache = goOutput(['env', 'GOCACHE'], KWOK_MODULE_DIR);
-  console.log(
-    `kwok:build: built kwok ${version} in ${seconds} s` +
-      ` (bin ${sizeOf(KWOK_BIN_DIR)}, module cache ${modCache === undefined ? '?' : sizeOf(modCache)}, build cache ${buildCache === undefined ? '?' : sizeOf(buildCache)})`,
+  const version = kwokPin(readFileSync(join(KWOK_MODULE_DIR, 'go.mod'), 'utf8'));
+  return buildPinnedTool(
+    {
+      script: 'kwok:build',
+      title: `kwok ${version}`,
+      moduleDir: KWOK_MODULE_DIR,
+      binDir: KWOK_BIN_DIR,
+      version,
+      digestInputs: [LDFLAGS, ...KWOK_UPSTREAM_STAGES],
+      outputs: ['kwok', ...KWOK_UPSTREAM_STAGES.map((stage) => join('stages', stageFileName(stage)))],
+      coldCost: 'about 3 minutes of CPU',
+      build: (partial) => {
+        const built = run('go', ['build', '-trimpath', '-ldflags', LDFLAGS, '-o', join(partial, 'kwok'), KWOK_PACKAGE], KWOK_MODULE_DIR);
+        // The module is in the module cache now (the build read it): its folder, as go.sum pins it.
+        const moduleDir = built === 0 ? goOutput(['list', '-m', '-f', '{{.Dir}}', 'sigs.k8s.io/kwok'], KWOK_MODULE_DIR) : undefined;
+        if (moduleDir === undefined || moduleDir === '') return { error: 'go build failed' };
+        mkdirSync(join(partial, 'stages'));
+        for (const stage of KWOK_UPSTREAM_STAGES) copyFileSync(join(moduleDir, stage), join(partial, 'stages', stageFileName(stage)));
+        return {};
+      },
+    },
+    values.force,
   );
-  return 0;
 }
 
 /** `kustomize/stage/node/fast/node-initialize.yaml` → `node-initialize.yaml`: every upstream stage file name is unique. */

@@ -16,6 +16,12 @@ interface Webhook {
   name: string;
   namespaceSelector?: { matchExpressions?: unknown[]; matchLabels?: unknown };
   objectSelector?: unknown;
+  rules?: { scope?: string }[];
+}
+
+/** A webhook on cluster-scoped kinds only (NodePools, DeviceTaintRules): no namespace selects it, and explain never asks about it. */
+function clusterScoped(webhook: Webhook): boolean {
+  return (webhook.rules ?? []).length > 0 && (webhook.rules ?? []).every((rule) => rule.scope === 'Cluster');
 }
 
 describe('the shipped webhook scope that explain uses equals deploy/ and the Helm chart', () => {
@@ -24,7 +30,9 @@ describe('the shipped webhook scope that explain uses equals deploy/ and the Hel
       const configurations = parseAllDocuments(readFileSync(join(root, 'deploy', 'base', file), 'utf8')).map(
         (document) => document.toJS() as { webhooks: Webhook[] },
       );
-      const webhooks = configurations.flatMap((configuration) => configuration.webhooks);
+      const all = configurations.flatMap((configuration) => configuration.webhooks);
+      for (const webhook of all.filter(clusterScoped)) assert.equal(webhook.namespaceSelector, undefined, webhook.name);
+      const webhooks = all.filter((webhook) => !clusterScoped(webhook));
       assert.ok(webhooks.length > 0);
       for (const webhook of webhooks) {
         assert.equal(webhook.objectSelector, undefined, webhook.name);

@@ -14,7 +14,7 @@ import { fileURLToPath } from 'node:url';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const topFolders = ['src', 'test', 'docs', 'deploy', 'policies', 'examples', 'bench', 'tools', '.ci'];
 /** Build output a fresh clone does not have (.gitignore): named in the docs, never checked. */
-const generated = [/^tools\/controlplane\/[^/]+\/bin(\.partial)?(\/|$)/, /^tools\/kwok\/bin(\.partial)?(\/|$)/];
+const generated = [/^tools\/controlplane\/[^/]+\/bin(\.partial)?(\/|$)/, /^tools\/(kwok|karpenter)\/bin(\.partial)?(\/|$)/];
 
 /**
  * Paths named or linked here that other branches of the same issue write (runbooks: the alerts'

@@ -192,8 +192,9 @@ describe('self-managed serving certificates on kube-apiserver', { skip }, () => 
     assert.ok(leaf.verify(ca.publicKey));
     assert.equal(leaf.subjectAltName, `DNS:${SERVER_NAME}, DNS:${SERVER_NAME}.cluster.local`);
     firstLeaf = secret['tls.crt']!;
-    // Every webhook: the mutating one, the validating one on pods and the one on Karpenter NodePools.
-    assert.deepEqual(await caBundles(), [secret['ca.crt'], secret['ca.crt'], secret['ca.crt']]);
+    // Every webhook: the mutating one, the validating one on pods, the one on Karpenter NodePools
+    // and the one on DeviceTaintRules.
+    assert.deepEqual(await caBundles(), [secret['ca.crt'], secret['ca.crt'], secret['ca.crt'], secret['ca.crt']]);
   });
 
   it('is called by the API server through the chart’s Service, and its certificate verifies for the Service’s name', async () => {

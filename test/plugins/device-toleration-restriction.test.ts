@@ -188,6 +188,23 @@ describe('DeviceTolerationRestriction: the per-namespace allow-list', () => {
     }
   });
 
+  it('a tenant cannot lift the allow-list by writing the extended-resource-claim annotation on its own claim or template', () => {
+    // Anyone who may create a claim may write the annotation (the API server does not reserve it),
+    // and the claims the scheduler makes for extended resources carry no device tolerations
+    // (createRequestsAndMappings in pkg/scheduler/framework/plugins/dynamicresources), so the
+    // allow-list has nothing to refuse in those: the annotation must not exempt anything from it.
+    const annotations = { [extendedResourceClaimAnnotation]: 'true' };
+    const escaping = { operator: 'Exists' } satisfies DeviceToleration;
+    const fromClaim = admit(claim([escaping], annotations), namespace({ [deviceTolerationsWhitelistAnnotation]: allowList })).validated;
+    assert.equal(fromClaim.denial?.reason, 'Forbidden');
+    const annotatedTemplate = template([escaping]);
+    annotatedTemplate.metadata = { ...(annotatedTemplate.metadata as JsonObject), annotations };
+    const fromTemplate = admit(annotatedTemplate, namespace({ [deviceTolerationsWhitelistAnnotation]: allowList }), {
+      resource: templates,
+    }).validated;
+    assert.equal(fromTemplate.denial?.reason, 'Forbidden');
+  });
+
   it('no annotation, or an empty list, allows everything (as PodTolerationRestriction)', () => {
     assert.deepEqual(admit(claim([{ operator: 'Exists' }]), namespace()).validated, {});
     assert.deepEqual(admit(claim([{ operator: 'Exists' }]), namespace({ [deviceTolerationsWhitelistAnnotation]: '[]' })).validated, {});

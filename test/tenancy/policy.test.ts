@@ -55,9 +55,17 @@ describe('parseTenancyPolicy', () => {
       want: /spec\.taint\.key: must be a qualified name: name part must consist/,
     },
     {
-      name: 'a taint effect outside the three is refused',
+      name: 'a taint effect outside the two that repel is refused',
       given: { ...labelPolicySpec(), taint: { key: 'dedicated', effect: 'NoSchedul' } },
-      want: /spec\.taint\.effect: unsupported value "NoSchedul": supported values are NoSchedule, PreferNoSchedule, NoExecute/,
+      want: /spec\.taint\.effect: unsupported value "NoSchedul": supported values are NoSchedule, NoExecute/,
+    },
+    {
+      // kube-scheduler only scores an untolerated PreferNoSchedule taint (TaintToleration's Score),
+      // and Karpenter's relaxation tolerates it (preferences.go toleratePreferNoScheduleTaints):
+      // every pod of the cluster could still run on the group's nodes.
+      name: 'a PreferNoSchedule group taint is refused: it keeps no pod off the group nodes',
+      given: { ...labelPolicySpec(), taint: { key: 'dedicated', effect: 'PreferNoSchedule' } },
+      want: /spec\.taint\.effect: unsupported value "PreferNoSchedule": supported values are NoSchedule, NoExecute \(PreferNoSchedule repels no pod/,
     },
     {
       name: 'a taint value is refused because the group is the value',
