@@ -113,11 +113,9 @@ describe(
       const stored = await createObject(cluster.objects, pod('drill', 'oil-production'));
       const spec = stored.spec as { nodeSelector?: Record<string, string>; tolerations?: unknown[] };
       assert.deepEqual(spec.nodeSelector, { [tenantLabel]: 'oil' });
-      assert.ok(
-        (spec.tolerations ?? []).some(
-          (toleration) =>
-            JSON.stringify(toleration) === JSON.stringify({ key: 'tenant', operator: 'Equal', value: 'oil', effect: 'NoSchedule' }),
-        ),
+      assert.deepEqual(
+        (spec.tolerations ?? []).find((toleration) => (toleration as { key?: string }).key === 'tenant'),
+        { key: 'tenant', operator: 'Equal', value: 'oil', effect: 'NoSchedule' },
       );
       const bound = await pollUntil('the scheduler binds oil-production/drill', async () => {
         const read = plain(
