@@ -35,7 +35,6 @@ import { AdmissionError } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { Namespace, Node, RuntimeClass } from '../api/types.js';
 import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import type { ReviewAnswer, ReviewRunner } from '../admission/run-review.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
@@ -333,7 +332,7 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
         return;
       case 'facts': {
         const facts = options.clusterFacts;
-        const read: Promise<Namespace | Node | RuntimeClass | undefined> =
+        const read: Promise<Extract<ToWorker, { type: 'facts' }>['value']> =
           message.query === 'namespace'
             ? facts.getNamespace(message.name)
             : message.query === 'node'
