@@ -22,6 +22,7 @@ import { clipText, spellOut } from '../api/text-bounds.js';
 import { isJsonObject, type RuntimeClass, type Toleration } from '../api/types.js';
 import { isValidLabelValue } from '../validation/name-validation.js';
 import { foreignGroupsTolerated } from './group-reach.js';
+import { groupOfLabelValue } from './group-node-labels.js';
 import type { TenancyPolicy } from './policy.js';
 
 /** `spec.runtimeClasses`: which groups may use each RuntimeClass, and which groups are kept to a list. */
@@ -213,11 +214,12 @@ export function runtimeClassFindings(runtimeClass: unknown, policies: readonly T
         : `is listed only for ${groupsText(listedFor)} in spec.runtimeClasses`;
     const selector = isJsonObject(scheduling.nodeSelector) ? scheduling.nodeSelector : {};
     const selected = selector[policy.nodeLabel];
-    if (typeof selected === 'string' && selected !== '' && !listedFor.has(selected)) {
+    // A pool's value is its group's (spec.nodeLabelValues).
+    if (typeof selected === 'string' && selected !== '' && !listedFor.has(groupOfLabelValue(policy, selected))) {
       findings.push({
         policy,
         field: `scheduling.nodeSelector[${policy.nodeLabel}]`,
-        message: `RuntimeClass "${clipText(name)}" scheduling.nodeSelector selects the nodes of group "${clipText(selected, 63)}" (${policy.nodeLabel}=${clipText(selected, 63)}) but ${listing} (policy "${policy.name}"): list it under the group, or take the group's label out of its scheduling`,
+        message: `RuntimeClass "${clipText(name)}" scheduling.nodeSelector selects the nodes of group "${clipText(groupOfLabelValue(policy, selected), 63)}" (${policy.nodeLabel}=${clipText(selected, 63)}) but ${listing} (policy "${policy.name}"): list it under the group, or take the group's label out of its scheduling`,
       });
     }
     const tolerations = Array.isArray(scheduling.tolerations) ? scheduling.tolerations : [];

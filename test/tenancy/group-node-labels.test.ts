@@ -13,6 +13,7 @@ import { recognizeTenancyPolicy } from '../../src/export/tenancy-cel.js';
 import { createDedicatedNodes } from '../../src/plugins/dedicated-nodes.js';
 import type { AdmissionAttributes, Operation, PluginContext } from '../../src/plugins/plugin.js';
 import { nodeFindings, nodePoolFindings } from '../../src/tenancy/node-side.js';
+import { runtimeClassFindings } from '../../src/tenancy/runtime-classes.js';
 import { parsePolicyFile } from '../../src/tenancy/policy-directory.js';
 import { createPolicyEvaluator, PolicyEvaluationError } from '../../src/tenancy/policy-set.js';
 import { formatPolicyLoadError } from '../../src/tenancy/policy.js';
@@ -201,6 +202,21 @@ describe('multiple node pools per group: the node half and the export agree', ()
     assert.match(
       nodePoolFindings(nodePool(['pci-a', 'gpu']), [pools])[0]?.message ?? '',
       /pool In \["pci-a", "gpu"\] lets Karpenter label each node/,
+    );
+  });
+
+  it("a RuntimeClass listed for pci that selects one of pci's pools keeps runtimeclass-pattern; unlisted it is reported as pci's", () => {
+    const listed = compilePolicy('listed', {
+      ...labelPolicySpec(),
+      nodeLabel: 'pool',
+      nodeLabelValues: { pci: ['pci-a', 'pci-b'] },
+      runtimeClasses: { pci: ['kata-pci'] },
+    });
+    const runtimeClass = (name: string): JsonObject => ({ metadata: { name }, scheduling: { nodeSelector: { pool: 'pci-b' } } });
+    assert.deepEqual(runtimeClassFindings(runtimeClass('kata-pci'), [listed]), []);
+    assert.match(
+      runtimeClassFindings(runtimeClass('kata-fast'), [listed])[0]?.message ?? '',
+      /selects the nodes of group "pci" \(pool=pci-b\)/,
     );
   });
 
