@@ -4,7 +4,7 @@
  * (src/kube/cluster-state-file.ts). The pure plugins receive the facts already read, in their
  * PluginContext.
  */
-import type { Namespace, Node } from '../api/types.js';
+import type { Namespace, Node, RuntimeClass } from '../api/types.js';
 
 export interface ClusterFacts {
   /**
@@ -25,6 +25,15 @@ export interface ClusterFacts {
   listNodes(): readonly Node[];
   /** Whether this source holds the cluster's nodes (false only for `emptyClusterFacts`). */
   readonly knowsNodes: boolean;
+  /**
+   * The RuntimeClass (node.k8s.io/v1) from the cache or the file, undefined when the source does
+   * not hold it. Read only to say where a pod's tolerations and nodeSelector came from, never to
+   * decide: a RuntimeClass created a moment ago that the cache lacks leaves the refusal unexplained,
+   * not wrong. Rejects only when the source could not answer at all.
+   */
+  readRuntimeClass(name: string): Promise<RuntimeClass | undefined>;
+  /** Every RuntimeClass the source holds (the audit's `runtimeclass-pattern`). */
+  listRuntimeClasses(): readonly RuntimeClass[];
   /** True once every cache has synced; /readyz follows it. */
   isSynced(): boolean;
   stop(): Promise<void>;
@@ -37,6 +46,8 @@ export const emptyClusterFacts: ClusterFacts = {
   readNode: () => Promise.resolve(undefined),
   listNodes: () => [],
   knowsNodes: false,
+  readRuntimeClass: () => Promise.resolve(undefined),
+  listRuntimeClasses: () => [],
   isSynced: () => true,
   stop: () => Promise.resolve(),
 };

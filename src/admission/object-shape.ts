@@ -52,6 +52,7 @@ const podSpec = object({
   hostNetwork: boolean,
   nodeName: string,
   nodeSelector: map(string),
+  runtimeClassName: nullable(string),
   resources,
   affinity: object({
     nodeAffinity: object({

@@ -160,9 +160,14 @@ async function readContext(
 ): Promise<PluginContext> {
   const facts = options.clusterFacts;
   const nodeName = validating.some((plugin) => plugin.readsNamedNode?.(attributes) === true) ? namedNodeToJudge(attributes) : undefined;
-  const [namespace, namedNode] = await Promise.all([
+  const runtimeClassName = validating.some((plugin) => plugin.readsRuntimeClass?.(attributes) === true)
+    ? runtimeClassNamed(attributes)
+    : undefined;
+  const [namespace, namedNode, runtimeClass] = await Promise.all([
     attributes.namespace === '' ? undefined : facts.getNamespace(attributes.namespace),
     nodeName === undefined ? undefined : facts.readNode(nodeName),
+    // Only explains a refusal, never decides one: a read that fails leaves it unexplained.
+    runtimeClassName === undefined ? undefined : facts.readRuntimeClass(runtimeClassName).catch(() => undefined),
   ]);
   return {
     gates: typeof options.gates === 'function' ? options.gates() : options.gates,
@@ -171,8 +176,18 @@ async function readContext(
     node: (name) => (name === nodeName ? namedNode : facts.getNode(name)),
     nodesKnown: facts.knowsNodes,
     nodes: () => facts.listNodes(),
+    runtimeClass,
   };
 }
+
+/** The RuntimeClass a Pod names, when it is a name a RuntimeClass can have (a DNS-1123 subdomain). */
+function runtimeClassNamed(attributes: AdmissionAttributes): string | undefined {
+  const spec = objectAt(attributes.object, podSpecPath);
+  const name = spec?.runtimeClassName;
+  return typeof name === 'string' && name !== '' && isDNS1123Subdomain(name).length === 0 ? name : undefined;
+}
+
+const podSpecPath: readonly string[] = ['spec'];
 
 /**
  * The node name an object binds its pods to, when a plugin must judge it: on CREATE, or on an

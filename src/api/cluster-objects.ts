@@ -24,7 +24,7 @@
  * Fields are shared with the object they were cut from, not copied: once the whole object is
  * dropped, only the kept parts stay reachable.
  */
-import { isJsonObject, type JsonObject, type Namespace, type Node } from './types.js';
+import { isJsonObject, type JsonObject, type Namespace, type Node, type RuntimeClass, type Toleration } from './types.js';
 
 /** ObjectMeta fields of a Namespace that admission CEL's `namespaceObject` carries, in its order. */
 const namespaceMetadataFields = [
@@ -91,14 +91,44 @@ export function nodeAsRead(object: unknown): Node | undefined {
 }
 
 /**
+ * The RuntimeClass as tolerator keeps it: name, resourceVersion and `scheduling` (its nodeSelector
+ * and tolerations, what the RuntimeClass admission plugin merges into a pod); `handler` and
+ * `overhead` are not read. A part of the wrong JSON type is dropped rather than trusted (a
+ * `--cluster-state` file is written by hand). Undefined for an object without a name.
+ */
+export function runtimeClassAsRead(object: unknown): RuntimeClass | undefined {
+  const metadata = namedMetadata(object);
+  if (metadata === undefined || !isJsonObject(object)) return undefined;
+  const scheduling = isJsonObject(object.scheduling) ? object.scheduling : undefined;
+  const nodeSelector =
+    scheduling !== undefined &&
+    isJsonObject(scheduling.nodeSelector) &&
+    Object.values(scheduling.nodeSelector).every((v) => typeof v === 'string')
+      ? (scheduling.nodeSelector as Record<string, string>)
+      : undefined;
+  const tolerations =
+    scheduling !== undefined && Array.isArray(scheduling.tolerations) && scheduling.tolerations.every((t) => isJsonObject(t))
+      ? (scheduling.tolerations as Toleration[])
+      : undefined;
+  return {
+    ...typeMeta(object),
+    metadata: pick(metadata, ['name', 'resourceVersion']) as RuntimeClass['metadata'],
+    ...(nodeSelector === undefined && tolerations === undefined
+      ? {}
+      : { scheduling: { ...(nodeSelector === undefined ? {} : { nodeSelector }), ...(tolerations === undefined ? {} : { tolerations }) } }),
+  };
+}
+
+/**
  * The large fields of each kind that the projections above drop, as paths of object keys: a list
  * can leave them out of each item's text as it is read (src/kube/list-items.ts), so that they are
  * never parsed. Only fields the projection drops in any case; the projection stays what decides.
  */
-export const unreadFields: Readonly<Record<'namespaces' | 'nodes', readonly (readonly string[])[]>> = {
+export const unreadFields: Readonly<Record<'namespaces' | 'nodes' | 'runtimeclasses', readonly (readonly string[])[]>> = {
   namespaces: [
     ['metadata', 'managedFields'],
     ['metadata', 'ownerReferences'],
   ],
   nodes: [['status'], ['metadata', 'managedFields'], ['metadata', 'annotations']],
+  runtimeclasses: [['metadata', 'managedFields']],
 };

@@ -108,6 +108,8 @@ export interface PodSpec {
   nodeName?: string;
   nodeSelector?: Record<string, string>;
   affinity?: Affinity;
+  /** The RuntimeClass (node.k8s.io/v1) whose scheduling the RuntimeClass admission plugin merged in on CREATE. */
+  runtimeClassName?: string | null;
   /** Pod-level resources (PodLevelResources, beta and on by default since 1.34). */
   resources?: ResourceRequirements;
   [key: string]: unknown;
@@ -125,6 +127,17 @@ export interface Pod {
   spec?: PodSpec;
   status?: PodStatus;
   [key: string]: unknown;
+}
+
+/** A RuntimeClass (node.k8s.io/v1) as tolerator reads it (src/api/cluster-objects.ts): its name and `scheduling`. */
+export interface RuntimeClass {
+  readonly apiVersion?: string;
+  readonly kind?: string;
+  readonly metadata: { readonly name: string; readonly resourceVersion?: string };
+  readonly scheduling?: {
+    readonly nodeSelector?: Readonly<Record<string, string>>;
+    readonly tolerations?: readonly Toleration[];
+  };
 }
 
 export interface PodTemplateSpec {

@@ -23,6 +23,7 @@
  * | `node-pattern` | DedicatedNodes | does a Node carry a group's label without its taint, or the reverse? (auditNodeSide) |
  * | `nodepool-pattern` | DedicatedNodes | does a Karpenter NodePool make such nodes, or serve another group than spec.nodePools names? |
  * | `foreign-device-toleration` | DedicatedNodes | was a ResourceClaim allocated devices with a toleration of another group's device taint? (auditClaim) |
+ * | `runtimeclass-pattern` | DedicatedNodes | does a RuntimeClass's scheduling reach a group's nodes without spec.runtimeClasses listing it for that group? |
  *
  * `unknown-node` belongs to DedicatedNodes because that is the plugin that refuses a nodeName
  * naming no node (and only while policies are loaded, and outside infrastructure namespaces);
@@ -55,6 +56,8 @@ import type { PluginName } from '../plugins/plugin.js';
 import { memoryPressureToleration } from '../plugins/pod-toleration-restriction.js';
 import { foreignGroupsTolerated, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement } from '../tenancy/node-affinity.js';
+import { runtimeClassFindings } from '../tenancy/runtime-classes.js';
+import { groupLabelValues } from '../tenancy/group-node-labels.js';
 import {
   createPolicyEvaluator,
   resolveNamespaceGroups,
@@ -93,10 +96,11 @@ export interface AuditViolation {
   readonly namespace: string;
   readonly name: string;
   /**
-   * What `name` names: absent for a Pod; `Node` or `NodePool` (karpenter.sh/v1) for the node-side
-   * rules; `ResourceClaim` (resource.k8s.io/v1, namespaced) for the claim rule.
+   * What `name` names: absent for a Pod; `Node`, `NodePool` (karpenter.sh/v1) or `RuntimeClass`
+   * (node.k8s.io/v1) for the node-side rules; `ResourceClaim` (resource.k8s.io/v1, namespaced) for
+   * the claim rule.
    */
-  readonly kind?: 'Node' | 'NodePool' | 'ResourceClaim';
+  readonly kind?: 'Node' | 'NodePool' | 'RuntimeClass' | 'ResourceClaim';
   /** `spec.nodeName`, '' for a pod not bound to a node. */
   readonly node: string;
   readonly rule: AuditRuleName;
@@ -239,9 +243,9 @@ const rules = [
         if (!subject.tolerations.some((toleration) => toleratesOwnGroup(toleration, taint))) {
           lacks.push(`spec.tolerations lacks ${groupTolerationText(policy, group)}`);
         }
-        for (const contradiction of groupContradictions(spec, policy.nodeLabel, group, 'spec'))
+        for (const contradiction of groupContradictions(spec, policy.nodeLabel, group, 'spec', groupLabelValues(policy, group)))
           lacks.push(contradictionText(contradiction));
-        const missing = missingGroupRequirement(spec, policy.nodeLabel, group, 'spec');
+        const missing = missingGroupRequirement(spec, policy.nodeLabel, group, 'spec', groupLabelValues(policy, group));
         if (missing.length > 0) lacks.push(`${groupRequirementText(policy, group)} is missing in ${spell(missing)}`);
         if (lacks.length === 0) continue;
         findings.push({
@@ -386,10 +390,13 @@ const rules = [
  * Nodes and Karpenter NodePools rather than on a pod: `node-pattern`, a Node labelled for a group
  * without its taint, tainted without its label, or labelled for one group and tainted for
  * another; `nodepool-pattern`, a NodePool whose template makes such nodes, or that serves another
- * group than the one `spec.nodePools` names it for. Both belong to DedicatedNodes, which refuses
- * such a NodePool on admission.
+ * group than the one `spec.nodePools` names it for; `runtimeclass-pattern`, a RuntimeClass whose
+ * scheduling reaches a group's nodes (its nodeSelector on the group label, a toleration of a
+ * group's taint) without `spec.runtimeClasses` listing it for that group
+ * (src/tenancy/runtime-classes.ts). All belong to DedicatedNodes, which refuses such a NodePool on
+ * admission, and a pod naming another group's RuntimeClass.
  */
-export const nodeSideRuleNames = ['node-pattern', 'nodepool-pattern'] as const;
+export const nodeSideRuleNames = ['node-pattern', 'nodepool-pattern', 'runtimeclass-pattern'] as const;
 
 /**
  * The rule on allocated DRA claims (auditClaim): `foreign-device-toleration`, a ResourceClaim whose
@@ -408,7 +415,12 @@ export const auditRuleNames: readonly AuditRuleName[] = [...rules.map((rule) => 
  * server's), while DedicatedNodes is enabled; one per object, rule and policy, each naming the
  * object and the field. Linear in the objects (node-side.ts).
  */
-export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknown[], settings: AuditSettings): AuditViolation[] {
+export function auditNodeSide(
+  nodes: readonly Node[],
+  nodePools: readonly unknown[],
+  settings: AuditSettings,
+  runtimeClasses: readonly unknown[] = [],
+): AuditViolation[] {
   const policies = settings.policies.policies;
   if (!settings.enabled.has('DedicatedNodes') || policies.length === 0) return [];
   const violations: AuditViolation[] = [];
@@ -436,6 +448,21 @@ export function auditNodeSide(nodes: readonly Node[], nodePools: readonly unknow
         kind: 'NodePool',
         node: '',
         rule: 'nodepool-pattern',
+        message: finding.message,
+        policy: finding.policy.name,
+      });
+    }
+  }
+  for (const runtimeClass of runtimeClasses) {
+    const metadata = isJsonObject(runtimeClass) && isJsonObject(runtimeClass.metadata) ? runtimeClass.metadata : {};
+    const name = typeof metadata.name === 'string' ? metadata.name : '';
+    for (const finding of runtimeClassFindings(runtimeClass, policies)) {
+      violations.push({
+        namespace: '',
+        name,
+        kind: 'RuntimeClass',
+        node: '',
+        rule: 'runtimeclass-pattern',
         message: finding.message,
         policy: finding.policy.name,
       });

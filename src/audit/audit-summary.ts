@@ -238,7 +238,8 @@ export function auditTable(result: AuditResult): string {
   const claims = new Set(result.violations.filter((violation) => violation.kind === 'ResourceClaim').map((v) => `${v.namespace}/${v.name}`))
     .size;
   const nodeSide =
-    (clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes or NodePools`) + (claims === 0 ? '' : ` and ${claims} ResourceClaims`);
+    (clusterScoped === 0 ? '' : ` and ${clusterScoped} Nodes, NodePools or RuntimeClasses`) +
+    (claims === 0 ? '' : ` and ${claims} ResourceClaims`);
   return `${padded(['NAMESPACE', 'NAME', 'NODE', 'RULE', 'MESSAGE'], rows)}\n${summaryTables(result)}\n${result.violations.length} violations in ${pods} of ${summary.audited} pods audited${nodeSide}${undecided}.\n`;
 }
 

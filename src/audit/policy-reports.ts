@@ -60,10 +60,11 @@ export interface ReportObject {
 
 type Outcome = 'fail' | 'warn';
 
-/** The object a result is about: a Pod, a Node or Karpenter NodePool for the node-side rules, a ResourceClaim for the claim rule. */
+/** The object a result is about: a Pod, a Node, Karpenter NodePool or RuntimeClass for the node-side rules, a ResourceClaim for the claim rule. */
 function resourceOf(violation: AuditViolation): Record<string, string> {
   if (violation.kind === 'Node') return { apiVersion: 'v1', kind: 'Node', name: violation.name };
   if (violation.kind === 'NodePool') return { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: violation.name };
+  if (violation.kind === 'RuntimeClass') return { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: violation.name };
   if (violation.kind === 'ResourceClaim') {
     return { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaim', namespace: violation.namespace, name: violation.name };
   }

@@ -21,7 +21,7 @@ import { auditClaim, auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRule
 import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
-import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
+import { namespaceAsRead, nodeAsRead, runtimeClassAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { valueAt } from '../api/pod-template.js';
@@ -186,7 +186,10 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
     const note = (text: string): void => {
       io.stderr(`tolerator audit: ${terminalSafe(text)}\n`);
     };
-    const clusterFindings = namespace === undefined ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings) : [];
+    const clusterFindings =
+      namespace === undefined
+        ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings, await source.runtimeClasses(note))
+        : [];
     // The allocated DRA claims (of the one namespace with -n), each judged against its Namespace as it is now.
     for (const claim of await source.resourceClaims(note)) {
       const claimNamespace = valueAt(claim, ['metadata', 'namespace']);
@@ -221,7 +224,7 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
   const tenancyRules = tenancyRuleNames.filter((name) => rules === undefined || rules.has(name));
   if (admission.policiesDir === undefined && settings.enabled.has('DedicatedNodes') && tenancyRules.length > 0) {
     io.stderr(
-      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes, NodePools and ResourceClaims only against TenancyPolicies. ` +
+      `tolerator audit: note: tenancy was not checked (no --policies): ${tenancyRules.join(', ')} judge pods, Nodes, NodePools, RuntimeClasses and ResourceClaims only against TenancyPolicies. ` +
         'Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n',
     );
   }
@@ -287,6 +290,8 @@ interface AuditSource {
    * server does not serve them or the caller may not list them (then `note` says so).
    */
   readonly resourceClaims: (note: (text: string) => void) => Promise<readonly unknown[]>;
+  /** The RuntimeClasses (node.k8s.io/v1); none where the caller may not list them (then `note` says so). */
+  readonly runtimeClasses: (note: (text: string) => void) => Promise<readonly unknown[]>;
 }
 
 function fileSource(file: string, io: CommandIo): AuditSource {
@@ -302,6 +307,7 @@ function fileSource(file: string, io: CommandIo): AuditSource {
     done: () => undefined,
     nodePools: () => Promise.resolve(state.nodePools),
     resourceClaims: () => Promise.resolve(state.resourceClaims),
+    runtimeClasses: () => Promise.resolve(state.runtimeClasses),
   };
 }
 
@@ -418,7 +424,12 @@ async function clusterSource(
   // An API that may not be served (Karpenter's NodePools, DRA's claims before 1.34): one request
   // tells (404: not served, nothing to audit). A role made for the pods' audit
   // (deploy/overlays/audit) need not read them: a 403 is a note, and the rest is audited.
-  const listIfServed = async (path: string, what: string, note: (text: string) => void): Promise<readonly unknown[]> => {
+  const listIfServed = async (
+    path: string,
+    what: string,
+    note: (text: string) => void,
+    keep: (item: unknown) => unknown = (item) => item,
+  ): Promise<readonly unknown[]> => {
     const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
     if (probe.status === 404) return [];
     if (probe.status === 403) {
@@ -426,7 +437,7 @@ async function clusterSource(
       return [];
     }
     if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
-    return listAll(path, (item) => item);
+    return listAll(path, keep);
   };
   const nodePools = (note: (text: string) => void): Promise<readonly unknown[]> =>
     listIfServed('/apis/karpenter.sh/v1/nodepools', 'Karpenter NodePools', note);
@@ -438,11 +449,16 @@ async function clusterSource(
       'ResourceClaims',
       note,
     );
+  // RuntimeClasses are served by every supported API server (node.k8s.io/v1 since 1.20); kept as
+  // the informer keeps them.
+  const runtimeClasses = (note: (text: string) => void): Promise<readonly unknown[]> =>
+    listIfServed('/apis/node.k8s.io/v1/runtimeclasses', 'RuntimeClasses', note, runtimeClassAsRead);
   return {
     facts,
     readController,
     nodePools,
     resourceClaims,
+    runtimeClasses,
     done: progress.clear,
     pages: (handlers) =>
       listInPages(request, podsPath, options, {

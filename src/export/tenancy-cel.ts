@@ -79,6 +79,18 @@ export function recognizeTenancyPolicy(policy: TenancyPolicy): LabelTenancy | { 
         'not exported: enforcement Warn; export writes the guarantee only as a denial (its agreement with the webhook is measured for Deny). Keep the webhook for this policy, or set enforcement: Deny',
     };
   }
+  if (policy.nodeLabelValues.valuesByGroup.size > 0) {
+    return {
+      reason:
+        "not exported: spec.nodeLabelValues; the admission policies written here require <nodeLabel> In [<group>], not a group's several pools. Keep the webhook for this policy",
+    };
+  }
+  if (policy.runtimeClasses.groupsByName.size > 0) {
+    return {
+      reason:
+        "not exported: spec.runtimeClasses; the admission policies written here do not check a pod's runtimeClassName against the groups' RuntimeClasses. Keep the webhook for this policy",
+    };
+  }
   return {
     name: policy.name,
     groupLabel,

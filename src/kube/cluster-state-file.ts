@@ -11,8 +11,8 @@
 import { readFileSync } from 'node:fs';
 import { parseAllDocuments } from 'yaml';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
-import { namespaceAsRead, nodeAsRead } from '../api/cluster-objects.js';
-import type { Namespace, Node, ObjectMeta, Pod } from '../api/types.js';
+import { namespaceAsRead, nodeAsRead, runtimeClassAsRead } from '../api/cluster-objects.js';
+import type { Namespace, Node, ObjectMeta, Pod, RuntimeClass } from '../api/types.js';
 import { controllerOf, type WorkloadRef } from '../audit/workloads.js';
 import { isJsonObject } from '../api/types.js';
 import type { KubeLogger } from './kube-logger.js';
@@ -38,12 +38,18 @@ export interface ClusterState {
    * yaml` writes them), kept whole, keyed `namespace/name`: the audit judges their allocations.
    */
   resourceClaims: unknown[];
+  /**
+   * RuntimeClasses (`node.k8s.io/v1`, as `kubectl get runtimeclasses -o yaml` writes them), as the
+   * informer keeps them: DedicatedNodes names the one whose scheduling a refused pod carries, and
+   * the audit judges their scheduling (src/tenancy/runtime-classes.ts).
+   */
+  runtimeClasses: RuntimeClass[];
   /** Documents and list items that were skipped, each naming where it was and why. */
   warnings: string[];
 }
 
 /** List kinds whose `items` are read; the typed lists name the kind their items default to. */
-type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool' | 'ResourceClaim';
+type ItemKind = 'Namespace' | 'Node' | 'Pod' | 'NodePool' | 'ResourceClaim' | 'RuntimeClass';
 
 const listKinds = new Map<string, ItemKind | undefined>([
   ['List', undefined],
@@ -52,7 +58,11 @@ const listKinds = new Map<string, ItemKind | undefined>([
   ['PodList', 'Pod'],
   ['NodePoolList', 'NodePool'],
   ['ResourceClaimList', 'ResourceClaim'],
+  ['RuntimeClassList', 'RuntimeClass'],
 ]);
+
+/** The RuntimeClass API (k8s.io/api/node/v1). */
+const runtimeClassApiVersion = 'node.k8s.io/v1';
 
 /** Karpenter's API (pkg/apis/v1 of sigs.k8s.io/karpenter v1.15.0). */
 const nodePoolApiVersion = 'karpenter.sh/v1';
@@ -60,9 +70,18 @@ const nodePoolApiVersion = 'karpenter.sh/v1';
 /** The DRA API the audit reads claims from (served from Kubernetes 1.34). */
 const resourceClaimApiVersion = 'resource.k8s.io/v1';
 
-/** The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools and resource.k8s.io/v1 for ResourceClaims. */
+/**
+ * The apiVersion of a list kind and of its items: v1, but karpenter.sh/v1 for NodePools,
+ * resource.k8s.io/v1 for ResourceClaims and node.k8s.io/v1 for RuntimeClasses.
+ */
 function apiVersionOf(kind: ItemKind | undefined): string {
-  return kind === 'NodePool' ? nodePoolApiVersion : kind === 'ResourceClaim' ? resourceClaimApiVersion : 'v1';
+  return kind === 'NodePool'
+    ? nodePoolApiVersion
+    : kind === 'ResourceClaim'
+      ? resourceClaimApiVersion
+      : kind === 'RuntimeClass'
+        ? runtimeClassApiVersion
+        : 'v1';
 }
 
 export interface ClusterStateOptions {
@@ -93,6 +112,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
   const controllers = new Map<string, WorkloadRef | undefined>();
   const nodePools = new Map<string, unknown>();
   const resourceClaims = new Map<string, unknown>();
+  const runtimeClasses = new Map<string, RuntimeClass>();
   const warnings: string[] = [];
   const state = (): ClusterState => ({
     namespaces: [...namespaces.values()],
@@ -101,6 +121,7 @@ export function parseClusterState(text: string, source: string, options: Cluster
     controllers,
     nodePools: [...nodePools.values()],
     resourceClaims: [...resourceClaims.values()],
+    runtimeClasses: [...runtimeClasses.values()],
     warnings,
   });
 
@@ -212,10 +233,18 @@ export function parseClusterState(text: string, source: string, options: Cluster
       resourceClaims.set(key, { ...value, apiVersion, kind, metadata: { ...metadata, namespace } });
       return;
     }
+    if (kind === 'RuntimeClass' && apiVersion === runtimeClassApiVersion) {
+      const name = nameOf(value);
+      const kept = runtimeClassAsRead({ ...value, apiVersion, kind });
+      if (name === undefined || kept === undefined) throw new Error(`${where}: RuntimeClass has no metadata.name`);
+      if (runtimeClasses.has(name)) warnings.push(`${where}: RuntimeClass "${name}" appears again; the later one is used`);
+      runtimeClasses.set(name, kept);
+      return;
+    }
     const read =
       options.readPods === true
-        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool, resource.k8s.io/v1 ResourceClaim'
-        : 'v1 Namespace, Node, karpenter.sh/v1 NodePool';
+        ? 'v1 Namespace, Node, Pod, apps/v1 ReplicaSet, batch/v1 Job, karpenter.sh/v1 NodePool, resource.k8s.io/v1 ResourceClaim, node.k8s.io/v1 RuntimeClass'
+        : 'v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass';
     warnings.push(`${where}: ${label} ignored (only ${read} and lists of them are read)`);
   }
 
@@ -226,7 +255,13 @@ export function parseClusterState(text: string, source: string, options: Cluster
  * A ClusterFacts over fixed objects: always synced (there is nothing to wait for), answering
  * from Maps by name. A namespace it does not hold does not exist, as far as it knows.
  */
-export function staticClusterFacts(state: { namespaces: readonly Namespace[]; nodes: readonly Node[] }): ClusterFacts {
+export function staticClusterFacts(state: {
+  namespaces: readonly Namespace[];
+  nodes: readonly Node[];
+  runtimeClasses?: readonly RuntimeClass[];
+}): ClusterFacts {
+  const runtimeClassList: readonly RuntimeClass[] = state.runtimeClasses ?? [];
+  const runtimeClasses = new Map(runtimeClassList.map((runtimeClass) => [runtimeClass.metadata.name, runtimeClass]));
   const namespaces = new Map(state.namespaces.map((namespace) => [namespace.metadata.name, namespace]));
   const nodes = new Map(state.nodes.map((node) => [node.metadata.name, node]));
   const nodeList: readonly Node[] = [...nodes.values()];
@@ -237,6 +272,8 @@ export function staticClusterFacts(state: { namespaces: readonly Namespace[]; no
     readNode: (name) => Promise.resolve(nodes.get(name)),
     listNodes: () => nodeList,
     knowsNodes: true,
+    readRuntimeClass: (name) => Promise.resolve(runtimeClasses.get(name)),
+    listRuntimeClasses: () => runtimeClassList,
     isSynced: () => true,
     stop: () => Promise.resolve(),
   };

@@ -40,8 +40,8 @@
 import { ListWatch, V1ListMeta, Watch } from '@kubernetes/client-node';
 import type { KubeConfig, KubernetesListObject, KubernetesObject } from '@kubernetes/client-node';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
-import { namespaceAsRead, nodeAsRead, unreadFields } from '../api/cluster-objects.js';
-import type { Namespace, Node } from '../api/types.js';
+import { namespaceAsRead, nodeAsRead, runtimeClassAsRead, unreadFields } from '../api/cluster-objects.js';
+import type { Namespace, Node, RuntimeClass } from '../api/types.js';
 import { createApiRequest, describeFailure, type ApiRequest } from './api-requests.js';
 import type { KubeLogger } from './kube-logger.js';
 import { defaultMaxRestarts, listInPages } from './paged-list.js';
@@ -113,7 +113,7 @@ export interface ListPaging {
  *   Nodes of 128 KB, seven times a real one, before a page is asked for again in halves, down
  *   to one object read alone with the largest bound one object can need (paged-list.ts).
  */
-const defaultPaging: ListPaging = { pageSize: { namespaces: 500, nodes: 500 }, maxPageBytes: 64 * 1024 * 1024 };
+const defaultPaging: ListPaging = { pageSize: { namespaces: 500, nodes: 500, runtimeclasses: 500 }, maxPageBytes: 64 * 1024 * 1024 };
 
 /**
  * 5 s: a read of a Namespace or Node the cache lacks is made for a review, and the API server waits
@@ -124,7 +124,7 @@ const liveReadTimeoutMs = 5_000;
 
 export interface InformerFacts extends ClusterFacts {
   /** Whether each cache has completed its first list (readiness detail for /readyz). */
-  syncState(): { namespaces: boolean; nodes: boolean };
+  syncState(): { namespaces: boolean; nodes: boolean; runtimeclasses: boolean };
   /** How many times an informer was restarted after a failure (for /metrics). */
   restarts(): number;
 }
@@ -173,12 +173,16 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
 
   const namespaces = new ResourceInformer('namespaces', shared, () => listAsRead(request, 'namespaces', paging));
   const nodes = new ResourceInformer('nodes', shared, () => listAsRead(request, 'nodes', paging));
+  // RuntimeClasses are few (one per runtime handler) and change rarely; the cache alone answers,
+  // since they only explain a refusal (ClusterFacts.readRuntimeClass).
+  const runtimeClasses = new ResourceInformer('runtimeclasses', shared, () => listAsRead(request, 'runtimeclasses', paging));
 
   const readNamespace = liveReader<Namespace>('Namespace', liveRequest, 'namespaces');
   const readNode = liveReader<Node>('Node', liveRequest, 'nodes');
 
   namespaces.start();
   nodes.start();
+  runtimeClasses.start();
 
   return {
     getNamespace(name) {
@@ -192,20 +196,31 @@ export function startInformers(options: StartInformersOptions): InformerFacts {
     },
     listNodes: () => nodes.list() as unknown as readonly Node[],
     knowsNodes: true,
+    readRuntimeClass: (name) => Promise.resolve(runtimeClasses.get(name) as unknown as RuntimeClass | undefined),
+    listRuntimeClasses: () => runtimeClasses.list() as unknown as readonly RuntimeClass[],
+    // Not the RuntimeClasses: they only explain a refusal, so a cluster role that lacks them (an
+    // install upgraded without the new RBAC rule) must not keep every replica unready; their cache
+    // state shows in tolerator_cache_synced{resource="runtimeclasses"} all the same.
     isSynced: () => namespaces.synced && nodes.synced,
-    syncState: () => ({ namespaces: namespaces.synced, nodes: nodes.synced }),
-    restarts: () => namespaces.restarts + nodes.restarts,
+    syncState: () => ({ namespaces: namespaces.synced, nodes: nodes.synced, runtimeclasses: runtimeClasses.synced }),
+    restarts: () => namespaces.restarts + nodes.restarts + runtimeClasses.restarts,
     async stop() {
-      await Promise.all([namespaces.stop(), nodes.stop()]);
+      await Promise.all([namespaces.stop(), nodes.stop(), runtimeClasses.stop()]);
     },
   };
 }
 
-type Resource = 'namespaces' | 'nodes';
+type Resource = 'namespaces' | 'nodes' | 'runtimeclasses';
 
 /** What is kept of an object of `resource` (src/api/cluster-objects.ts). */
 function asRead(resource: Resource, object: unknown): KubernetesObject | undefined {
-  return (resource === 'namespaces' ? namespaceAsRead(object) : nodeAsRead(object)) as KubernetesObject | undefined;
+  const kept = resource === 'namespaces' ? namespaceAsRead(object) : resource === 'nodes' ? nodeAsRead(object) : runtimeClassAsRead(object);
+  return kept as KubernetesObject | undefined;
+}
+
+/** The collection's path: core/v1 for Namespaces and Nodes, node.k8s.io/v1 for RuntimeClasses. */
+function resourcePath(resource: Resource): string {
+  return resource === 'runtimeclasses' ? '/apis/node.k8s.io/v1/runtimeclasses' : `/api/v1/${resource}`;
 }
 
 /**
@@ -218,7 +233,7 @@ async function listAsRead(request: ApiRequest, resource: Resource, paging: ListP
   let resourceVersion = '';
   await listInPages(
     request,
-    `/api/v1/${resource}`,
+    resourcePath(resource),
     {
       pageSize: paging.pageSize[resource],
       maxPageBytes: paging.maxPageBytes,
@@ -308,7 +323,7 @@ class ResourceInformer {
     this.watch = new DeadlineWatch(settings.kubeConfig, settings.watchTimeout, settings.random, (object) => asRead(resource, object));
     // makeInformer(kc, path, listFn) is `new ListWatch(path, new Watch(kc), listFn, false)`;
     // built by hand to pass the Watch above.
-    this.informer = new ListWatch(`/api/v1/${resource}`, this.watch, () => this.listOnce(list), false);
+    this.informer = new ListWatch(resourcePath(resource), this.watch, () => this.listOnce(list), false);
     this.informer.on('error', (error: unknown) => {
       this.onFailure(error);
     });

@@ -37,7 +37,14 @@ import { isJsonObject, jsonEqual } from '../api/types.js';
 import { nodePoolFindings } from '../tenancy/node-side.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
+import { groupLabelValues } from '../tenancy/group-node-labels.js';
 import { conflictMessage, createPolicyEvaluator, resolveNamespaceGroups } from '../tenancy/policy-set.js';
+import {
+  nodeSelectorFromRuntimeClass,
+  runtimeClassProblem,
+  tolerationFromRuntimeClass,
+  type RuntimeClass,
+} from '../tenancy/runtime-classes.js';
 import { matchingTolerationIn } from '../tolerations/matching.js';
 import type { Membership, PolicyEvaluator, PolicySet } from '../tenancy/policy-set.js';
 import type { TenancyPolicy } from '../tenancy/policy.js';
@@ -45,6 +52,7 @@ import {
   contradictionText,
   foreignReachRule,
   foreignTolerationText,
+  groupNodesText,
   groupRequirementText,
   groupTaintPattern,
   groupTaintText,
@@ -90,7 +98,13 @@ export function createDedicatedNodes(policies: () => PolicySet): DedicatedNodesP
           ? validateDeviceTenancy(policies(), { ...attributes, object }, context)
           : validate(policies(), object, attributes, context),
     readsNamedNode: (attributes) => policies().policies.length > 0 && workloadKindOf(attributes) !== undefined,
+    // Only a Pod's CREATE has a RuntimeClass merged in (the in-tree plugin's handler is Create only).
+    readsRuntimeClass: (attributes) => policies().policies.length > 0 && attributes.operation === 'CREATE' && isPodKind(attributes),
   } satisfies DedicatedNodesPlugin;
+}
+
+function isPodKind(attributes: AdmissionAttributes): boolean {
+  return workloadKindOf(attributes)?.kind === 'Pod';
 }
 
 /** A write of a Karpenter NodePool itself (`karpenter.sh/v1` `nodepools`, not its status). */
@@ -199,6 +213,8 @@ interface Prepared {
   readonly workload: Workload;
   readonly evaluator: PolicyEvaluator;
   readonly namespace: string;
+  /** The RuntimeClass a Pod CREATE names, whose scheduling the webhook sees merged into the pod. */
+  readonly runtimeClass: RuntimeClass | undefined;
 }
 
 type Preparation =
@@ -230,7 +246,8 @@ function prepare(set: PolicySet, object: JsonObject, attributes: AdmissionAttrib
     set.namespaceVerdicts,
   );
   const namespace = attributes.namespace;
-  const prepared = { workload, evaluator, namespace };
+  const runtimeClass = workload.kind === 'Pod' && attributes.operation === 'CREATE' ? context.runtimeClass : undefined;
+  const prepared = { workload, evaluator, namespace, runtimeClass };
   const groups = resolveNamespaceGroups(set, evaluator);
   if (groups.conflict !== undefined) {
     const annotations = {
@@ -299,14 +316,15 @@ function admit(set: PolicySet, object: JsonObject, attributes: AdmissionAttribut
   const violations: Violation[] = [];
   let spec = workload.spec;
   for (const { policy } of applying) {
-    const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
+    const groupValues = groupLabelValues(policy, group);
+    const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath, groupValues);
     if (contradictions.length > 0) {
       violations.push({ policy, message: contradictionMessage(prepared, policy, group, contradictions) });
       // Under Warn the pod keeps its own choice: adding the group requirement would only make it unschedulable.
       continue;
     }
     spec = withGroupToleration(spec, policy, group);
-    spec = requireGroupInEveryTerm(spec, policy.nodeLabel, group);
+    spec = requireGroupInEveryTerm(spec, policy.nodeLabel, group, groupValues);
   }
 
   const outcome = decide(violations);
@@ -384,6 +402,8 @@ interface JudgedScope {
   readonly judgePair: boolean;
   /** The tenant's node choice: with the pair, or for a template that changed. */
   readonly judgeContradictions: boolean;
+  /** The RuntimeClass named, judged with the node choice (a pod's is immutable); undefined when none is. */
+  readonly runtimeClassName: string | undefined;
 }
 
 /** An UPDATE is judged on its added tolerations, a changed nodeName, and a template only when it changed. */
@@ -395,12 +415,15 @@ function judgedScope(workload: Workload, isCreate: boolean): JudgedScope {
   const judgeNodeName = nodeName !== undefined && nodeName !== '' && (isCreate || workload.oldSpec?.nodeName !== nodeName);
   const templateJudged = workload.kind !== 'Pod' && (isCreate || !jsonEqual(workload.spec, workload.oldSpec));
   const judgePair = (workload.kind === 'Pod' && isCreate) || (workload.kind === 'DaemonSet' && templateJudged);
+  const judgeContradictions = judgePair || templateJudged;
+  const runtimeClassName = workload.spec.runtimeClassName;
   return {
     tolerations,
     kept,
     nodeName: judgeNodeName ? nodeName : undefined,
     judgePair,
-    judgeContradictions: judgePair || templateJudged,
+    judgeContradictions,
+    runtimeClassName: judgeContradictions && typeof runtimeClassName === 'string' && runtimeClassName !== '' ? runtimeClassName : undefined,
   };
 }
 
@@ -460,7 +483,15 @@ function judgeMembership(
       tally.violations.push({ policy, message });
     }
   }
-  const foreign = foreignTolerations(scope, policy, ownGroup, specPath);
+  const foreign = foreignTolerations(scope, policy, ownGroup, specPath, prepared.runtimeClass);
+  const runtimeClass =
+    scope.runtimeClassName === undefined ? undefined : runtimeClassProblem(policy, ownGroup, isTenant, scope.runtimeClassName, specPath);
+  if (runtimeClass?.foreign === true) {
+    foreign.push(runtimeClass.message);
+  } else if (runtimeClass !== undefined) {
+    tally.involved.add(policy);
+    tally.violations.push({ policy, message: runtimeClass.message });
+  }
   const nodeProblem =
     named === undefined
       ? undefined
@@ -485,7 +516,13 @@ function judgeMembership(
 }
 
 /** The judged tolerations that reach another group's dedicated taint under `policy`, as messages. */
-function foreignTolerations(scope: JudgedScope, policy: TenancyPolicy, ownGroup: string, specPath: string): string[] {
+function foreignTolerations(
+  scope: JudgedScope,
+  policy: TenancyPolicy,
+  ownGroup: string,
+  specPath: string,
+  runtimeClass: RuntimeClass | undefined,
+): string[] {
   const { tolerations, kept } = scope;
   const foreign: string[] = [];
   for (let index = 0; index < tolerations.length; index++) {
@@ -493,7 +530,10 @@ function foreignTolerations(scope: JudgedScope, policy: TenancyPolicy, ownGroup:
     if (kept?.[index] === 1) continue;
     const tolerated = foreignGroupsTolerated(toleration, policy, ownGroup);
     if (tolerated !== undefined) {
-      foreign.push(`${foreignTolerationText(specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")`);
+      const origin = tolerationFromRuntimeClass(runtimeClass, toleration);
+      foreign.push(
+        `${foreignTolerationText(specPath, index, tolerated)} (${groupTaintPattern(policy)}, policy "${policy.name}")${origin === undefined ? '' : `, ${origin}`}`,
+      );
     }
   }
   return foreign;
@@ -543,11 +583,12 @@ function missingPair(prepared: Prepared, policy: TenancyPolicy, group: string, w
       `${subject} must tolerate the taint ${groupTaintText(policy, group)}: ${workload.specPath}.tolerations lacks ${groupTolerationText(policy, group)}`,
     );
   }
-  const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath);
+  const groupValues = groupLabelValues(policy, group);
+  const contradictions = groupContradictions(workload.spec, policy.nodeLabel, group, workload.specPath, groupValues);
   if (contradictions.length > 0) {
     messages.push(contradictionMessage(prepared, policy, group, contradictions));
   }
-  const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath) : [];
+  const missing = wholePair ? missingGroupRequirement(workload.spec, policy.nodeLabel, group, workload.specPath, groupValues) : [];
   if (missing.length > 0) {
     messages.push(
       `${subject} must require ${groupRequirementText(policy, group)} in every required node affinity term: missing in ${spellOut(missing, (path) => path, ', ')}`,
@@ -567,8 +608,18 @@ function contradictionMessage(
   group: string,
   contradictions: readonly { field: string; detail: string }[],
 ): string {
-  const each = spellOut(contradictions, contradictionText, '; ');
-  return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${policy.nodeLabel}=${group}, but the pod asks for other nodes: ${each}`;
+  const selected = prepared.workload.spec.nodeSelector?.[policy.nodeLabel];
+  const origin = selected === undefined ? undefined : nodeSelectorFromRuntimeClass(prepared.runtimeClass, policy.nodeLabel, selected);
+  const nodeSelectorField = `${prepared.workload.specPath}.nodeSelector`;
+  const each = spellOut(
+    contradictions,
+    (contradiction) =>
+      origin !== undefined && contradiction.field === nodeSelectorField
+        ? `${contradictionText(contradiction)} (${origin})`
+        : contradictionText(contradiction),
+    '; ',
+  );
+  return `${tenantSubject(prepared, policy, group)} may only run on nodes labelled ${groupNodesText(policy, group)}, but the pod asks for other nodes: ${each}`;
 }
 
 // ---------------------------------------------------------------------------------------------

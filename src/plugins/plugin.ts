@@ -7,6 +7,7 @@ import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
 import { MirrorPodAnnotation, type JsonObject, type Namespace, type Node } from '../api/types.js';
 import type { PluginName } from './registry.js';
+import type { RuntimeClass } from '../tenancy/runtime-classes.js';
 import type { FieldError } from '../validation/field-errors.js';
 
 export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
@@ -81,6 +82,12 @@ export interface PluginContext {
   readonly nodesKnown: boolean;
   /** Every Node the cluster state holds. */
   readonly nodes: () => readonly Node[];
+  /**
+   * The RuntimeClass a Pod CREATE names in `spec.runtimeClassName`, read before the plugins run
+   * when a validating plugin asks for it (`readsRuntimeClass`); undefined when there is none, the
+   * cluster state does not hold it, or nobody asked.
+   */
+  readonly runtimeClass?: RuntimeClass | undefined;
 }
 
 /**
@@ -148,6 +155,11 @@ export interface ValidatingPlugin {
    * undecidable rather than letting it through unjudged.
    */
   readsNamedNode?(attributes: AdmissionAttributes): boolean;
+  /**
+   * Whether this plugin explains a Pod CREATE by the RuntimeClass it names: the pipeline then reads
+   * that RuntimeClass (PluginContext.runtimeClass) before the plugins run.
+   */
+  readsRuntimeClass?(attributes: AdmissionAttributes): boolean;
   validate(object: JsonObject, attributes: AdmissionAttributes, context: PluginContext): ValidationOutcome;
 }
 

@@ -7,7 +7,7 @@ import type { AdmissionErrorCode } from '../admission/errors.js';
 import type { WebhookSide } from '../admission/pipeline.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { Namespace, Node } from '../api/types.js';
+import type { Namespace, Node, RuntimeClass } from '../api/types.js';
 import type { AdmissionSettings } from '../admission/pipeline-settings.js';
 import type { ReviewSummary } from '../admission/run-review.js';
 import type { PolicySource } from '../tenancy/policy-set.js';
@@ -35,14 +35,14 @@ export type ToWorker =
       readonly serverVersion: KubernetesVersion | undefined;
     }
   /** The answer to a `facts` question: the object, or undefined when it does not exist, or why it could not be read. */
-  | { readonly type: 'facts'; readonly id: number; readonly value: Namespace | Node | undefined; readonly error?: string };
+  | { readonly type: 'facts'; readonly id: number; readonly value: Namespace | Node | RuntimeClass | undefined; readonly error?: string };
 
 export type FromWorker =
   | { readonly type: 'ready' }
   /** The policies it was sent did not build (they built on the main thread, so this is a bug): it decides nothing until the next set. */
   | { readonly type: 'policies-failed'; readonly message: string }
   /** A cluster fact only the main thread can read (its informers, or a live read on a miss). */
-  | { readonly type: 'facts'; readonly id: number; readonly query: 'namespace' | 'node'; readonly name: string }
+  | { readonly type: 'facts'; readonly id: number; readonly query: 'namespace' | 'node' | 'runtimeclass'; readonly name: string }
   | { readonly type: 'answer'; readonly id: number; readonly payload: string; readonly summary: ReviewSummary }
   /** The body was refused: an AdmissionError, rebuilt on the main thread from its code and message. */
   | { readonly type: 'refused'; readonly id: number; readonly code: AdmissionErrorCode; readonly message: string }

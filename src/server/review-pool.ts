@@ -387,8 +387,13 @@ export async function startReviewPool(options: ReviewPoolOptions): Promise<Revie
         logger.error({ error: message.message }, 'a review worker could not build the policy set; its reviews are undecided');
         return;
       case 'facts': {
-        const read =
-          message.query === 'namespace' ? options.clusterFacts.getNamespace(message.name) : options.clusterFacts.readNode(message.name);
+        const facts = options.clusterFacts;
+        const read: Promise<Extract<ToWorker, { type: 'facts' }>['value']> =
+          message.query === 'namespace'
+            ? facts.getNamespace(message.name)
+            : message.query === 'node'
+              ? facts.readNode(message.name)
+              : facts.readRuntimeClass(message.name);
         read.then(
           (value) => {
             post(slot, { type: 'facts', id: message.id, value });

@@ -14,7 +14,7 @@ import type { ClusterFacts } from '../admission/cluster-facts.js';
 import { AdmissionError } from '../admission/errors.js';
 import type { KubernetesVersion } from '../api/feature-gate-history.js';
 import type { FeatureGates } from '../api/feature-gates.js';
-import type { Namespace, Node } from '../api/types.js';
+import type { Namespace, Node, RuntimeClass } from '../api/types.js';
 import { pipelineFor } from '../admission/pipeline-settings.js';
 import { answerReview } from '../admission/answer-review.js';
 import { policySetFromSources } from '../tenancy/policy-directory.js';
@@ -39,10 +39,14 @@ let gates: FeatureGates = setup.settings.gates;
 let serverVersion: KubernetesVersion | undefined;
 
 let nextQuestion = 0;
-const questions = new Map<number, { resolve: (value: Namespace | Node | undefined) => void; reject: (error: Error) => void }>();
+const questions = new Map<
+  number,
+  { resolve: (value: Namespace | Node | RuntimeClass | undefined) => void; reject: (error: Error) => void }
+>();
 function ask(query: 'namespace', name: string): Promise<Namespace | undefined>;
 function ask(query: 'node', name: string): Promise<Node | undefined>;
-function ask(query: 'namespace' | 'node', name: string): Promise<Namespace | Node | undefined> {
+function ask(query: 'runtimeclass', name: string): Promise<RuntimeClass | undefined>;
+function ask(query: 'namespace' | 'node' | 'runtimeclass', name: string): Promise<Namespace | Node | RuntimeClass | undefined> {
   const id = nextQuestion++;
   return new Promise((resolve, reject) => {
     questions.set(id, { resolve, reject });
@@ -53,6 +57,9 @@ function ask(query: 'namespace' | 'node', name: string): Promise<Namespace | Nod
 const facts: ClusterFacts = {
   getNamespace: (name) => ask('namespace', name),
   readNode: (name) => ask('node', name),
+  readRuntimeClass: (name) => ask('runtimeclass', name),
+  // The audit's question, which only the main thread asks.
+  listRuntimeClasses: () => [],
   getNode: (name) => nodes.get(name),
   listNodes: () => nodes.list(),
   knowsNodes: setup.knowsNodes,

@@ -14,6 +14,7 @@ import { clipText, spellOut } from '../api/text-bounds.js';
 import type { Node, Taint, Toleration } from '../api/types.js';
 import { toleratesTaint, type ComparisonOperatorGate } from '../tolerations/matching.js';
 import type { TenancyPolicy } from './policy.js';
+import { groupLabelValues, groupOfLabelValue } from './group-node-labels.js';
 
 /** See toleratesOwnGroup. */
 const comparisonOperatorsNotHonoured: ComparisonOperatorGate = { TaintTolerationComparisonOperators: false };
@@ -81,7 +82,9 @@ export function foreignGroupsTolerated(toleration: Toleration, policy: TenancyPo
 
 /** The groups a node belongs to under `policy`: its label, and any dedicated taint it carries. */
 export function nodeGroups(node: Node, policy: TenancyPolicy): { label: string | undefined; all: ReadonlySet<string> } {
-  const label = node.metadata.labels?.[policy.nodeLabel];
+  const value = node.metadata.labels?.[policy.nodeLabel];
+  // A value of a group of several pools (spec.nodeLabelValues) is that group's.
+  const label = value === undefined || value === '' ? value : groupOfLabelValue(policy, value);
   const all = new Set<string>();
   if (label !== undefined && label !== '') {
     all.add(label);
@@ -113,7 +116,12 @@ export function nodeNameProblem(
   if (isTenant && groups.label !== ownGroup) {
     return {
       foreign: false,
-      message: `${specPath}.nodeName "${node.metadata.name}" is not a node of group "${ownGroup}" (it lacks the label ${policy.nodeLabel}=${ownGroup}, policy "${policy.name}"); tenants of the group may only run on its nodes`,
+      message: `${specPath}.nodeName "${node.metadata.name}" is not a node of group "${ownGroup}" (it lacks the label ${groupLabelValues(
+        policy,
+        ownGroup,
+      )
+        .map((value) => `${policy.nodeLabel}=${value}`)
+        .join(' or ')}, policy "${policy.name}"); tenants of the group may only run on its nodes`,
     };
   }
   return undefined;

@@ -25,15 +25,22 @@ const preferredPath = 'affinity.nodeAffinity.preferredDuringSchedulingIgnoredDur
  */
 const none: readonly never[] = [];
 
-/** The requirement a tenant of group G must carry in every required term. */
-export function groupRequirement(nodeLabel: string, group: string): NodeSelectorRequirement {
-  return { key: nodeLabel, operator: 'In', values: [group] };
+/** The requirement a tenant of group G must carry in every required term: `<nodeLabel> In [<G's label values>]`. */
+export function groupRequirement(nodeLabel: string, groupValues: readonly string[]): NodeSelectorRequirement {
+  return { key: nodeLabel, operator: 'In', values: [...groupValues] };
 }
 
-/** True when `requirement` admits exactly the nodes labelled `<nodeLabel>=G` (values `[G]`, or G repeated). */
-function isGroupRequirement(requirement: NodeSelectorRequirement, nodeLabel: string, group: string): boolean {
-  const values = requirement.values ?? [];
-  return requirement.key === nodeLabel && requirement.operator === 'In' && values.length > 0 && values.every((value) => value === group);
+/**
+ * True when `requirement` admits only nodes of the group: an `In` on the label whose values are
+ * all among the group's label values (`[G]`, G repeated, or some of a group's pools).
+ */
+function isGroupRequirement(requirement: NodeSelectorRequirement, nodeLabel: string, groupValues: readonly string[]): boolean {
+  const values = requirement.values ?? none;
+  if (requirement.key !== nodeLabel || requirement.operator !== 'In' || values.length === 0) return false;
+  for (let i = 0; i < values.length; i++) {
+    if (!groupValues.includes(values[i] as string)) return false;
+  }
+  return true;
 }
 
 /** A term that matches no node at all (no expressions, no fields). */
@@ -41,7 +48,7 @@ function matchesNothing(term: NodeSelectorTerm): boolean {
   return (term.matchExpressions ?? none).length === 0 && (term.matchFields ?? none).length === 0;
 }
 
-function termHoldsGroup(term: NodeSelectorTerm, nodeLabel: string, group: string): boolean {
+function termHoldsGroup(term: NodeSelectorTerm, nodeLabel: string, group: readonly string[]): boolean {
   if (matchesNothing(term)) return true;
   // A loop, not some() with a closure: a closure over the arguments makes V8 allocate a context
   // on every call, whether or not the closure is reached, and this runs once per term.
@@ -57,8 +64,13 @@ function termHoldsGroup(term: NodeSelectorTerm, nodeLabel: string, group: string
  * terms, gets one term holding just the requirement. Preferred terms, `matchFields` and every other
  * key stay as they are. Returns `spec` itself when nothing had to change.
  */
-export function requireGroupInEveryTerm(spec: PodSpec, nodeLabel: string, group: string): PodSpec {
-  const requirement = groupRequirement(nodeLabel, group);
+export function requireGroupInEveryTerm(
+  spec: PodSpec,
+  nodeLabel: string,
+  group: string,
+  groupValues: readonly string[] = [group],
+): PodSpec {
+  const requirement = groupRequirement(nodeLabel, groupValues);
   const affinity = spec.affinity;
   const nodeAffinity = affinity?.nodeAffinity;
   const required = nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution;
@@ -69,7 +81,9 @@ export function requireGroupInEveryTerm(spec: PodSpec, nodeLabel: string, group:
     newTerms = [{ matchExpressions: [requirement] }];
   } else {
     newTerms = terms.map((term) =>
-      termHoldsGroup(term, nodeLabel, group) ? term : { ...term, matchExpressions: [...(term.matchExpressions ?? none), requirement] },
+      termHoldsGroup(term, nodeLabel, groupValues)
+        ? term
+        : { ...term, matchExpressions: [...(term.matchExpressions ?? none), requirement] },
     );
     if (newTerms.every((term, index) => term === terms[index])) {
       return spec;
@@ -92,14 +106,20 @@ export function requireGroupInEveryTerm(spec: PodSpec, nodeLabel: string, group:
  * path itself when there is no required term at all. `prefix` is the path of the pod spec
  * (`spec` for a pod, `spec.template.spec` for a DaemonSet).
  */
-export function missingGroupRequirement(spec: PodSpec, nodeLabel: string, group: string, prefix: string): string[] {
+export function missingGroupRequirement(
+  spec: PodSpec,
+  nodeLabel: string,
+  group: string,
+  prefix: string,
+  groupValues: readonly string[] = [group],
+): string[] {
   const terms = spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? none;
   if (terms.length === 0) {
     return [`${prefix}.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution`];
   }
   const missing: string[] = [];
   for (let index = 0; index < terms.length; index++) {
-    if (!termHoldsGroup(terms[index] ?? {}, nodeLabel, group)) {
+    if (!termHoldsGroup(terms[index] ?? {}, nodeLabel, groupValues)) {
       missing.push(`${prefix}.${termsPath}[${index}]`);
     }
   }
@@ -133,10 +153,16 @@ export interface Contradiction {
  * it launched a node of whatever NodePool comes first whose taints the pod tolerates, a general
  * one included, where kube-scheduler then would not put the pod.
  */
-export function groupContradictions(spec: PodSpec, nodeLabel: string, group: string, prefix: string): Contradiction[] {
+export function groupContradictions(
+  spec: PodSpec,
+  nodeLabel: string,
+  group: string,
+  prefix: string,
+  groupValues: readonly string[] = [group],
+): Contradiction[] {
   const contradictions: Contradiction[] = [];
   const selected = spec.nodeSelector?.[nodeLabel];
-  if (selected !== undefined && selected !== group) {
+  if (selected !== undefined && !groupValues.includes(selected)) {
     contradictions.push({
       field: `${prefix}.nodeSelector`,
       detail: `selects ${nodeLabel}=${clipText(selected)}, not the namespace's group ${group}`,
@@ -152,7 +178,18 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
       else moreEmpty++;
       continue;
     }
-    pushExcluding(contradictions, terms[termIndex]?.matchExpressions ?? none, nodeLabel, group, prefix, termsPath, termIndex, '', '');
+    pushExcluding(
+      contradictions,
+      terms[termIndex]?.matchExpressions ?? none,
+      nodeLabel,
+      group,
+      groupValues,
+      prefix,
+      termsPath,
+      termIndex,
+      '',
+      '',
+    );
   }
   if (firstEmpty !== -1) {
     contradictions.push({
@@ -169,6 +206,7 @@ export function groupContradictions(spec: PodSpec, nodeLabel: string, group: str
       term?.preference?.matchExpressions ?? none,
       nodeLabel,
       group,
+      groupValues,
       prefix,
       preferredPath,
       termIndex,
@@ -189,6 +227,7 @@ function pushExcluding(
   expressions: readonly NodeSelectorRequirement[],
   nodeLabel: string,
   group: string,
+  groupValues: readonly string[],
   prefix: string,
   path: string,
   termIndex: number,
@@ -197,13 +236,21 @@ function pushExcluding(
 ): void {
   for (let index = 0; index < expressions.length; index++) {
     const requirement = expressions[index] as NodeSelectorRequirement;
-    if (requirement.key === nodeLabel && !admitsValue(requirement, group)) {
+    if (requirement.key === nodeLabel && !admitsAnyValue(requirement, groupValues)) {
       contradictions.push({
         field: `${prefix}.${path}[${termIndex}]${rest}.matchExpressions[${index}]`,
         detail: `${describeRequirement(requirement)} excludes the namespace's group ${group}${why}`,
       });
     }
   }
+}
+
+/** Whether some node of the group (labelled with one of its values) satisfies `requirement`. */
+function admitsAnyValue(requirement: NodeSelectorRequirement, groupValues: readonly string[]): boolean {
+  for (let i = 0; i < groupValues.length; i++) {
+    if (admitsValue(requirement, groupValues[i] as string)) return true;
+  }
+  return false;
 }
 
 /**

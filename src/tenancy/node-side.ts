@@ -33,6 +33,7 @@
 import { clipText, spellOut } from '../api/text-bounds.js';
 import { isJsonObject, type Node } from '../api/types.js';
 import type { TenancyPolicy } from './policy.js';
+import { groupOfLabelValue } from './group-node-labels.js';
 
 /** One way a Node or NodePool breaks the pattern under one policy. */
 export interface NodeSideFinding {
@@ -65,7 +66,7 @@ const startupTaintsPath = `${templatePath}.spec.startupTaints`;
 /** What a NodePool's template makes of the group label on its nodes. */
 type GroupLabel =
   | { readonly kind: 'none' }
-  | { readonly kind: 'group'; readonly group: string; readonly field: string }
+  | { readonly kind: 'group'; readonly group: string; readonly field: string; readonly value?: string }
   | { readonly kind: 'several'; readonly values: readonly string[]; readonly field: string }
   | { readonly kind: 'any'; readonly field: string; readonly operator: string };
 
@@ -97,7 +98,7 @@ export function nodePoolFindings(nodePool: unknown, policies: readonly TenancyPo
           name === ''
           ? ({ kind: 'none' } as const)
           : ({ kind: 'group', group: name, field: 'metadata.name' } as const)
-        : groupLabelOfTemplate(labels, requirements, policy.nodeLabel);
+        : asGroups(policy, groupLabelOfTemplate(labels, requirements, policy.nodeLabel));
     const keyed = keyedTaints(taints, policy.taint.key, taintsPath);
     const startup = keyedTaints(startupTaints, policy.taint.key, startupTaintsPath);
     const report = (field: string, text: string): void => {
@@ -211,6 +212,26 @@ function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: rea
   return { kind: 'several', values: left, field: concreteField };
 }
 
+/**
+ * The label values a template gives its nodes, as the groups they belong to (spec.nodeLabelValues):
+ * several values of one group's pools are that one group, and a value keeps itself in messages.
+ */
+function asGroups(policy: TenancyPolicy, label: GroupLabel): GroupLabel {
+  if (policy.nodeLabelValues.groupByValue.size === 0) return label;
+  if (label.kind === 'group') {
+    const group = groupOfLabelValue(policy, label.group);
+    return group === label.group ? label : { kind: 'group', group, field: label.field, value: label.group };
+  }
+  if (label.kind === 'several') {
+    const groups = new Set(label.values.map((value) => groupOfLabelValue(policy, value)));
+    const [only] = groups;
+    if (groups.size === 1 && only !== undefined) {
+      return { kind: 'group', group: only, field: label.field, value: label.values.join(', ') };
+    }
+  }
+  return label;
+}
+
 function stringSet(values: readonly unknown[]): Set<string> {
   const set = new Set<string>();
   for (const value of values) if (typeof value === 'string') set.add(value);
@@ -290,7 +311,7 @@ function judgePair(
         : `taint it: kubectl taint node <name> ${key}=${clipText(group, shownValueChars)}:${effect}`;
     report(
       label.field,
-      `labels ${kind === 'NodePool' ? 'its nodes' : 'the node'} for group ${show(group)} (${policy.nodeLabel}=${clipText(group, shownValueChars)}) without the group's taint ${key}=${clipText(group, shownValueChars)}:${effect}: any pod of the cluster may run there, while the label only draws the group's own pods; ${fix}${
+      `labels ${kind === 'NodePool' ? 'its nodes' : 'the node'} for group ${show(group)} (${policy.nodeLabel}=${clipText(label.value ?? group, shownValueChars)}) without the group's taint ${key}=${clipText(group, shownValueChars)}:${effect}: any pod of the cluster may run there, while the label only draws the group's own pods; ${fix}${
         inStartup === undefined
           ? ''
           : ` (${inStartup.field} does not count: Karpenter's startupTaints are removed once the node has started)`
@@ -369,7 +390,7 @@ export function nodeFindings(node: Node, policies: readonly TenancyPolicy[]): No
     const value = labels[policy.nodeLabel];
     const labelField = `metadata.labels[${policy.nodeLabel}]`;
     const label: GroupLabel =
-      typeof value === 'string' && value !== '' ? { kind: 'group', group: value, field: labelField } : { kind: 'none' };
+      typeof value === 'string' && value !== '' ? asGroups(policy, { kind: 'group', group: value, field: labelField }) : { kind: 'none' };
     const report = (field: string, text: string): void => {
       findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
     };

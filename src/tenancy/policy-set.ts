@@ -10,6 +10,7 @@ import type { JsonObject, Namespace } from '../api/types.js';
 import { ExpressionEvaluationError, toCelVariables } from './cel.js';
 import type { CelVariables } from './cel.js';
 import { groupValueErrors } from './policy.js';
+import { groupLabelConflict } from './group-node-labels.js';
 import type { PolicyLoadError, TenancyPolicy } from './policy.js';
 
 export interface PolicySet {
@@ -156,6 +157,10 @@ export function createPolicyEvaluator(inputs: PolicyInputs, namespaceVerdicts?: 
         throw new PolicyEvaluationError(
           `policy "${policy.name}" spec.group: gave ${JSON.stringify(value)}, which cannot be a label or toleration value: ${problems.join('; ')}`,
         );
+      }
+      const conflict = groupLabelConflict(policy, value as string);
+      if (conflict !== undefined) {
+        throw new PolicyEvaluationError(`policy "${policy.name}" spec.group: ${conflict}`);
       }
     }
     kept[rule] = value;

@@ -11,6 +11,8 @@ import type { CompiledExpression, ExpressionPosition, ExpressionResultType } fro
 import { isQualifiedName, isValidLabelValue } from '../validation/name-validation.js';
 import { clipText } from '../api/text-bounds.js';
 import { parseDeviceTaint, type DeviceGroupTaint } from './device-policy.js';
+import { parseRuntimeClasses, type RuntimeClassAllowList } from './runtime-classes.js';
+import { parseGroupNodeLabelValues, type GroupNodeLabelValues } from './group-node-labels.js';
 
 export const tenancyPolicyApiVersion = 'tolerator.dev/v1alpha1';
 export const tenancyPolicyKind = 'TenancyPolicy';
@@ -49,6 +51,18 @@ export interface TenancyPolicy {
    * undefined when the policy says nothing about devices.
    */
   readonly deviceTaint?: DeviceGroupTaint;
+  /**
+   * The RuntimeClasses each group may use (`spec.runtimeClasses`, optional; src/tenancy/runtime-classes.ts):
+   * a RuntimeClass listed for some groups is refused to every other, and a group that lists its
+   * RuntimeClasses is kept to them. Empty when the policy lists none.
+   */
+  readonly runtimeClasses: RuntimeClassAllowList;
+  /**
+   * The node label values of each group's pools (`spec.nodeLabelValues`, optional;
+   * src/tenancy/group-node-labels.ts): a group named there has nodes labelled with any of its
+   * values; any other group, nodes labelled with the group itself.
+   */
+  readonly nodeLabelValues: GroupNodeLabelValues;
   /**
    * What the loader warns about without refusing the policy: `group`, `exempt` or `infrastructure`
    * reading fields the pod's author writes, which lets a tenant choose its own answer.
@@ -111,7 +125,18 @@ export type PolicyParseResult =
  */
 const effects: readonly TaintEffect[] = ['NoSchedule', 'NoExecute'];
 const enforcements: readonly Enforcement[] = ['Deny', 'Warn'];
-const specFields = new Set(['group', 'taint', 'nodeLabel', 'exempt', 'infrastructure', 'enforcement', 'nodePools', 'deviceTaint']);
+const specFields = new Set([
+  'group',
+  'taint',
+  'nodeLabel',
+  'exempt',
+  'infrastructure',
+  'enforcement',
+  'nodePools',
+  'deviceTaint',
+  'runtimeClasses',
+  'nodeLabelValues',
+]);
 const taintFields = new Set(['key', 'effect']);
 /** metadata.name follows the rule of most Kubernetes object names: a DNS-1123 subdomain, ≤ 253. */
 const objectNameFormat = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -209,6 +234,8 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
 
   const nodePools = parseNodePools(spec.nodePools, report);
   const deviceTaint = parseDeviceTaint(spec.deviceTaint, report);
+  const runtimeClasses = parseRuntimeClasses(spec.runtimeClasses, report);
+  const nodeLabelValues = parseGroupNodeLabelValues(spec.nodeLabelValues, report);
 
   if (errors.length > 0 || name === undefined || group === undefined || taint === undefined || typeof nodeLabel !== 'string') {
     return { errors };
@@ -232,6 +259,8 @@ export function parseTenancyPolicy(document: unknown, origin: DocumentOrigin): P
       infrastructure,
       enforcement: enforcement as Enforcement,
       nodePools,
+      runtimeClasses,
+      nodeLabelValues,
       ...(deviceTaint === undefined ? {} : { deviceTaint }),
       cautions,
     },

@@ -9,6 +9,7 @@
  */
 import { type Membership, type NamespaceGroups, type PolicySet } from './policy-set.js';
 import type { TenancyPolicy } from './policy.js';
+import { groupLabelValues } from './group-node-labels.js';
 
 /**
  * The memberships a request or stored pod is judged under. A namespace the policies disagree on
@@ -45,9 +46,16 @@ export function groupTolerationText(policy: TenancyPolicy, group: string): strin
   return `{key: ${policy.taint.key}, operator: Equal, value: ${group}, effect: ${policy.taint.effect}}`;
 }
 
-/** The node requirement the mutating side ANDs into every required term: `dedicated In [gpu]`. */
+/** The node requirement the mutating side ANDs into every required term: `dedicated In [gpu]`, or `pool In [pci-a, pci-b]`. */
 export function groupRequirementText(policy: TenancyPolicy, group: string): string {
-  return `${policy.nodeLabel} In [${group}]`;
+  return `${policy.nodeLabel} In [${groupLabelValues(policy, group).join(', ')}]`;
+}
+
+/** The group's nodes by their label: `dedicated=gpu`, or `pool=pci-a or pool=pci-b` for a group of several pools. */
+export function groupNodesText(policy: TenancyPolicy, group: string): string {
+  return groupLabelValues(policy, group)
+    .map((value) => `${policy.nodeLabel}=${value}`)
+    .join(' or ');
 }
 
 /** One toleration that reaches other groups' nodes: `spec.tolerations[3] tolerates the dedicated taint of group "b"`. */

@@ -504,7 +504,7 @@ describe('tolerator audit --cluster-state FILE with Nodes and Karpenter NodePool
     const { stdout } = await run();
     assert.match(stdout, /^<cluster>\s+node\/pci-1\s+pci-1\s+node-pattern\s+Node "pci-1"/m);
     assert.match(stdout, /^<cluster>\s+nodepool\/pci-open\s+<none>\s+nodepool-pattern\s+NodePool "pci-open"/m);
-    assert.match(stdout, /2 violations in 0 of 1 pods audited and 2 Nodes or NodePools\.$/m);
+    assert.match(stdout, /2 violations in 0 of 1 pods audited and 2 Nodes, NodePools or RuntimeClasses\.$/m);
   });
 
   it('-o yaml: the findings go to a ClusterPolicyReport naming the Node and the NodePool', async () => {
@@ -544,7 +544,7 @@ describe('audit without --policies says tenancy was not checked', () => {
   });
   const files = { [stateFile]: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [...auditNamespaces, ...auditNodes, pod] }) };
   const note =
-    'tolerator audit: note: tenancy was not checked (no --policies): unknown-node, foreign-node, outside-group, missing-pair, foreign-toleration, node-pattern, nodepool-pattern, foreign-device-toleration judge pods, Nodes, NodePools and ResourceClaims only against TenancyPolicies. Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n';
+    'tolerator audit: note: tenancy was not checked (no --policies): unknown-node, foreign-node, outside-group, missing-pair, foreign-toleration, node-pattern, nodepool-pattern, runtimeclass-pattern, foreign-device-toleration judge pods, Nodes, NodePools, RuntimeClasses and ResourceClaims only against TenancyPolicies. Give the directory of the policies the server runs with, --policies DIR (the files of the tolerator-policies ConfigMap; policies/ holds the shipped examples).\n';
 
   it('no --policies: "No violations" on stdout, and the note naming the unchecked rules and --policies on stderr', async () => {
     const result = await audit(['--cluster-state', stateFile], files);

@@ -462,7 +462,7 @@ describe('RBAC', () => {
     assert.deepEqual(binding.subjects, [{ kind: 'ServiceAccount', name: account, namespace: NAMESPACE }]);
   });
 
-  it('grants exactly get/list/watch on namespaces and nodes, get on /metrics and /version, and no Role anywhere', () => {
+  it('grants exactly get/list/watch on namespaces, nodes and runtimeclasses, get on /metrics and /version, and no Role anywhere', () => {
     const role = one(docs, ClusterRole.is, 'tolerator');
     const grants = (role.rules ?? []).flatMap((rule) => {
       assert.equal(rule.resourceNames, undefined);
@@ -481,6 +481,9 @@ describe('RBAC', () => {
       '/nodes:list',
       '/nodes:watch',
       '/version:get',
+      'node.k8s.io/runtimeclasses:get',
+      'node.k8s.io/runtimeclasses:list',
+      'node.k8s.io/runtimeclasses:watch',
     ]);
     assert.equal(docs.filter((d) => d.kind === 'Role' || d.kind === 'RoleBinding').length, 0);
   });

@@ -32,7 +32,7 @@ describe('parseClusterState', () => {
     const state = parseFixture('cluster-state.yaml');
 
     assert.deepEqual(state.warnings, [
-      'cluster-state.yaml: document 3: v1 ConfigMap ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+      'cluster-state.yaml: document 3: v1 ConfigMap ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)',
     ]);
   });
 
@@ -76,7 +76,7 @@ describe('parseClusterState', () => {
     });
 
     assert.deepEqual(parseClusterState(text, 'state.json').warnings, [
-      'state.json: document 1, items[0].items[0]: apps/v1 Deployment ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+      'state.json: document 1, items[0].items[0]: apps/v1 Deployment ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)',
     ]);
   });
 
@@ -85,7 +85,7 @@ describe('parseClusterState', () => {
 
     assert.deepEqual(state.namespaces, []);
     assert.deepEqual(state.warnings, [
-      'state.yaml: document 1: v2 Namespace ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+      'state.yaml: document 1: v2 Namespace ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)',
     ]);
   });
 
@@ -116,6 +116,7 @@ describe('parseClusterState', () => {
       controllers: new Map(),
       nodePools: [],
       resourceClaims: [],
+      runtimeClasses: [],
       warnings: [],
     });
   });
@@ -128,8 +129,8 @@ describe('parseClusterState', () => {
     const skipped = parseClusterState(text, 'pods.yaml');
     assert.deepEqual(skipped.pods, []);
     assert.deepEqual(skipped.warnings, [
-      'pods.yaml: document 1: v1 Pod ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
-      'pods.yaml: document 2, items[0]: v1 Pod ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+      'pods.yaml: document 1: v1 Pod ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)',
+      'pods.yaml: document 2, items[0]: v1 Pod ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)',
     ]);
     const read = parseClusterState(text, 'pods.yaml', { readPods: true });
     assert.deepEqual(
@@ -232,7 +233,7 @@ describe('loadClusterStateFile', () => {
     assert.deepEqual(warnings, [
       {
         obj: { source: path },
-        msg: `${path}: document 3: v1 ConfigMap ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)`,
+        msg: `${path}: document 3: v1 ConfigMap ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)`,
       },
     ]);
   });
@@ -270,7 +271,7 @@ describe('parseClusterState reads Karpenter NodePools', () => {
       ],
     );
     assert.deepEqual(state.warnings, [
-      'pools.yaml: document 4: karpenter.sh/v1beta1 NodePool ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool and lists of them are read)',
+      'pools.yaml: document 4: karpenter.sh/v1beta1 NodePool ignored (only v1 Namespace, Node, karpenter.sh/v1 NodePool, node.k8s.io/v1 RuntimeClass and lists of them are read)',
     ]);
   });
 });

@@ -60,7 +60,7 @@ describe("memory that grows with the cluster, not with its objects' size", () =>
   it('Nodes are listed in pages: at n and 4n nodes the largest list response is the same size, and the requests grow 4 times', async (t) => {
     const n = 150;
     // Pages of 100 here (500 in production): 150 and 600 Nodes are 2 and 6 pages.
-    const paging = { paging: { pageSize: { namespaces: 500, nodes: 100 } } };
+    const paging = { paging: { pageSize: { namespaces: 500, nodes: 100, runtimeclasses: 500 } } };
     const small = await informersOver(
       t,
       Array.from({ length: n }, (_, i) => realNode(i)),
@@ -162,7 +162,11 @@ describe("memory that grows with the cluster, not with its objects' size", () =>
     const fake = await FakeApiServer.start();
     for (let i = 0; i < 5; i++) fake.put('nodes', realNode(i));
     fake.expireListContinueTokens('nodes', 1);
-    const facts = startInformers({ kubeConfig: fake.kubeConfig(), logger: silent, paging: { pageSize: { namespaces: 500, nodes: 2 } } });
+    const facts = startInformers({
+      kubeConfig: fake.kubeConfig(),
+      logger: silent,
+      paging: { pageSize: { namespaces: 500, nodes: 2, runtimeclasses: 500 } },
+    });
     t.after(async () => {
       await facts.stop();
       await fake.close();

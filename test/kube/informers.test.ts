@@ -76,8 +76,9 @@ describe('startInformers', () => {
   it('answers getNode, listNodes and getNamespace from the cache after the initial list', async (t) => {
     const { fake, facts } = await setup(t);
     await synced(facts);
+    await eventually(() => facts.syncState().runtimeclasses, 'the RuntimeClass cache has synced');
 
-    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true });
+    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true, runtimeclasses: true });
     assert.deepEqual(facts.getNode('node-1')?.spec?.taints, [{ key: 'dedicated', value: 'a', effect: 'NoSchedule' }]);
     assert.deepEqual(
       facts.listNodes().map((node) => node.metadata.name),
@@ -104,14 +105,47 @@ describe('startInformers', () => {
       },
     });
 
-    await eventually(() => facts.syncState().namespaces, 'the namespace cache has synced');
+    await eventually(
+      () => facts.syncState().namespaces && facts.syncState().runtimeclasses,
+      'the namespace and RuntimeClass caches have synced',
+    );
     assert.equal(facts.isSynced(), false);
-    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: false });
+    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: false, runtimeclasses: true });
     assert.equal(facts.getNode('node-1'), undefined);
 
     releaseNodes();
     await synced(facts);
     assert.equal(taintValue(facts, 'node-1'), 'a');
+  });
+
+  it('RuntimeClasses: read from their own cache, and a RuntimeClass list that cannot complete (no RBAC for it) does not hold readiness', async (t) => {
+    let releaseRuntimeClasses = (): void => undefined;
+    const { fake, facts } = await setup(t, {
+      beforeStart: (fake) => {
+        fake.put('runtimeclasses', {
+          metadata: { name: 'kata-pci', managedFields: [{}] },
+          handler: 'kata',
+          scheduling: { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoSchedule' }] },
+        });
+        releaseRuntimeClasses = fake.holdLists('runtimeclasses');
+      },
+    });
+    await synced(facts);
+    assert.deepEqual(facts.syncState(), { namespaces: true, nodes: true, runtimeclasses: false });
+    assert.equal(await facts.readRuntimeClass('kata-pci'), undefined, 'not listed yet: unexplained, never a guess');
+
+    releaseRuntimeClasses();
+    await eventually(() => facts.syncState().runtimeclasses, 'the RuntimeClass cache has synced');
+    const read = await facts.readRuntimeClass('kata-pci');
+    // What is kept: the name and the scheduling (managedFields and handler are not).
+    assert.deepEqual(Object.keys(read?.metadata ?? {}).sort(), ['name', 'resourceVersion']);
+    assert.deepEqual(read?.scheduling, { tolerations: [{ key: 'dedicated', operator: 'Equal', value: 'pci', effect: 'NoSchedule' }] });
+    assert.equal(JSON.stringify(read).includes('handler'), false);
+    assert.deepEqual(
+      facts.listRuntimeClasses().map(({ metadata }) => metadata.name),
+      ['kata-pci'],
+    );
+    assert.ok(fake.requests.some((request) => request.resource === 'runtimeclasses' && request.verb === 'list'));
   });
 
   it('applies watch ADDED, MODIFIED and DELETED events to the cache', async (t) => {
@@ -138,7 +172,7 @@ describe('startInformers', () => {
       facts.listNodes().map((node) => node.metadata.name),
       ['node-1'],
     );
-    assert.equal(fake.count({ verb: 'list' }), 2, 'one list per resource: events alone kept the caches current');
+    assert.equal(fake.count({ verb: 'list' }), 3, 'one list per resource: events alone kept the caches current');
   });
 
   it('relists after a watch ERROR event carrying a 410 Status, reconciling deletions it missed', async (t) => {
@@ -297,7 +331,7 @@ describe('startInformers', () => {
   it('asks the server to end each watch after 5 to 10 minutes', async (t) => {
     const { fake, facts } = await setup(t);
     await synced(facts);
-    await eventually(() => fake.count({ verb: 'watch' }) === 2, 'both watches are open');
+    await eventually(() => fake.count({ verb: 'watch' }) === 3, 'the three watches (namespaces, nodes, runtimeclasses) are open');
 
     for (const request of fake.requests.filter((r) => r.verb === 'watch')) {
       const seconds = Number(request.timeoutSeconds);

@@ -40,6 +40,8 @@ const facts: ClusterFacts = {
   getNode: () => undefined,
   readNode: () => Promise.resolve(undefined),
   listNodes: () => [],
+  readRuntimeClass: () => Promise.resolve(undefined),
+  listRuntimeClasses: () => [],
   knowsNodes: true,
   isSynced: () => true,
   stop: () => Promise.resolve(),

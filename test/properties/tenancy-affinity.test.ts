@@ -27,6 +27,8 @@ const facts: ClusterFacts = {
   readNode: () => Promise.resolve(undefined),
   listNodes: () => [],
   knowsNodes: false,
+  readRuntimeClass: () => Promise.resolve(undefined),
+  listRuntimeClasses: () => [],
   isSynced: () => true,
   stop: () => Promise.resolve(),
 };

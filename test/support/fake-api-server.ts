@@ -29,7 +29,7 @@ import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
 import { featureMetricsText, versionInfo } from './api-server-answers.js';
 
-export type Resource = 'namespaces' | 'nodes';
+export type Resource = 'namespaces' | 'nodes' | 'runtimeclasses';
 
 interface WatchEvent {
   type: 'ADDED' | 'MODIFIED' | 'DELETED';
@@ -86,6 +86,7 @@ interface ResourceState {
 const kindOf: Record<Resource, { kind: string; listKind: string }> = {
   namespaces: { kind: 'Namespace', listKind: 'NamespaceList' },
   nodes: { kind: 'Node', listKind: 'NodeList' },
+  runtimeclasses: { kind: 'RuntimeClass', listKind: 'RuntimeClassList' },
 };
 
 /** What `/metrics` answers: an exposition, a refusal, or a body written by the test (huge, slow, cut). */
@@ -135,6 +136,7 @@ export class FakeApiServer {
   private readonly state: Record<Resource, ResourceState> = {
     namespaces: FakeApiServer.emptyState(),
     nodes: FakeApiServer.emptyState(),
+    runtimeclasses: FakeApiServer.emptyState(),
   };
 
   private constructor() {
@@ -192,7 +194,7 @@ export class FakeApiServer {
     const state = this.state[resource];
     this.resourceVersion += 1;
     const stored: KubeObject = {
-      apiVersion: 'v1',
+      apiVersion: resource === 'runtimeclasses' ? 'node.k8s.io/v1' : 'v1',
       kind: kindOf[resource].kind,
       ...object,
       metadata: {
@@ -702,7 +704,7 @@ export class FakeApiServer {
       else sendJson(res, 200, object);
       return;
     }
-    if (url.pathname.startsWith('/apis/')) {
+    if (url.pathname.startsWith('/apis/') && !url.pathname.startsWith('/apis/node.k8s.io/v1/runtimeclasses')) {
       await this.handleReports(req, url, res);
       return;
     }
@@ -711,13 +713,13 @@ export class FakeApiServer {
       this.listPods(url, res, decodeURIComponent(namespacedPods[1] ?? ''));
       return;
     }
-    const match = /^\/api\/v1\/(namespaces|nodes)(?:\/([^/]+))?$/.exec(url.pathname);
+    const match = /^\/(?:api\/v1\/(namespaces|nodes)|apis\/node\.k8s\.io\/v1\/(runtimeclasses))(?:\/([^/]+))?$/.exec(url.pathname);
     if (req.method !== 'GET' || match === null) {
       sendJson(res, 404, status(404, 'NotFound', `the server could not find the requested resource`));
       return;
     }
-    const resource = match[1] as Resource;
-    const name = match[2];
+    const resource = (match[1] ?? match[2]) as Resource;
+    const name = match[3];
     const state = this.state[resource];
     const isWatch = url.searchParams.get('watch') === 'true';
     const resourceVersion = url.searchParams.get('resourceVersion') ?? undefined;
@@ -811,7 +813,7 @@ export class FakeApiServer {
       objects = page.flatMap((key) => state.objects.get(key) ?? []);
     }
     const text = goJson({
-      apiVersion: 'v1',
+      apiVersion: resource === 'runtimeclasses' ? 'node.k8s.io/v1' : 'v1',
       kind: kindOf[resource].listKind,
       metadata: { resourceVersion: String(from.rv), ...(next === undefined ? {} : { continue: next }) },
       items: objects,
