@@ -424,51 +424,37 @@ export function auditNodeSide(
   const policies = settings.policies.policies;
   if (!settings.enabled.has('DedicatedNodes') || policies.length === 0) return [];
   const violations: AuditViolation[] = [];
-  for (const node of nodes) {
-    const name = node.metadata.name;
-    for (const finding of nodeSideFindings(node, policies)) {
+  /** One violation a finding, about a cluster-scoped object named `name`. */
+  const report = (
+    name: string,
+    kind: 'Node' | 'NodePool' | 'RuntimeClass',
+    rule: AuditRuleName,
+    findings: readonly { readonly message: string; readonly policy: { readonly name: string } }[],
+  ): void => {
+    for (const finding of findings) {
       violations.push({
         namespace: '',
         name,
-        kind: 'Node',
-        node: name,
-        rule: 'node-pattern',
+        kind,
+        node: kind === 'Node' ? name : '',
+        rule,
         message: finding.message,
         policy: finding.policy.name,
       });
     }
-  }
-  for (const nodePool of nodePools) {
-    const metadata = isJsonObject(nodePool) && isJsonObject(nodePool.metadata) ? nodePool.metadata : {};
-    const name = typeof metadata.name === 'string' ? metadata.name : '';
-    for (const finding of nodePoolFindings(nodePool, policies)) {
-      violations.push({
-        namespace: '',
-        name,
-        kind: 'NodePool',
-        node: '',
-        rule: 'nodepool-pattern',
-        message: finding.message,
-        policy: finding.policy.name,
-      });
-    }
-  }
+  };
+  for (const node of nodes) report(node.metadata.name, 'Node', 'node-pattern', nodeSideFindings(node, policies));
+  for (const nodePool of nodePools) report(objectName(nodePool), 'NodePool', 'nodepool-pattern', nodePoolFindings(nodePool, policies));
   for (const runtimeClass of runtimeClasses) {
-    const metadata = isJsonObject(runtimeClass) && isJsonObject(runtimeClass.metadata) ? runtimeClass.metadata : {};
-    const name = typeof metadata.name === 'string' ? metadata.name : '';
-    for (const finding of runtimeClassFindings(runtimeClass, policies)) {
-      violations.push({
-        namespace: '',
-        name,
-        kind: 'RuntimeClass',
-        node: '',
-        rule: 'runtimeclass-pattern',
-        message: finding.message,
-        policy: finding.policy.name,
-      });
-    }
+    report(objectName(runtimeClass), 'RuntimeClass', 'runtimeclass-pattern', runtimeClassFindings(runtimeClass, policies));
   }
   return violations;
+}
+
+/** `metadata.name` of any JSON object, or '' where it has none. */
+function objectName(object: unknown): string {
+  const metadata = isJsonObject(object) && isJsonObject(object.metadata) ? object.metadata : {};
+  return typeof metadata.name === 'string' ? metadata.name : '';
 }
 
 /**
