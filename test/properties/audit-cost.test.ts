@@ -23,7 +23,7 @@ import { allPluginNames } from '../../src/plugins/registry.js';
 import { loadPolicyDirectory } from '../../src/tenancy/policy-directory.js';
 import { policiesDir, storedPod } from '../support/audit-fixtures.js';
 
-/** As review-cost.slow.test.ts: 4 for linear, about 4.6 for n log n, 16 for quadratic; 6.5 leaves a loaded machine room. */
+/** 4 for linear, about 4.6 for n log n, 16 for quadratic (review-cost.slow.test.ts, whose bound is 8); 6.5 leaves a loaded machine room. */
 const maxRatio = 6.5;
 const repetitions = 5;
 const attempts = 4;

@@ -8,7 +8,7 @@
  * n and at 4n, runs the whole review path on each (bytes decoded and parsed, every mutating
  * plugin, every validating plugin on the mutated object, the patch, the response serialised) and
  * compares the CPU time. Linear work grows 4-fold, n log n about 4.6-fold at these sizes,
- * quadratic work 16-fold; the bound is 6.5 (see maxRatio). Each cost is the least CPU time of five runs, each
+ * quadratic work 16-fold; the bound is 8 (see maxRatio). Each cost is the least CPU time of five runs, each
  * after a full garbage collection, following a warm-up run at both sizes (which compiles the code
  * the shape reaches); a ratio over the bound is measured three more times before it counts, so a busy
  * machine cannot fail the test while a quadratic path always does. Before the fixes of the same
