@@ -164,12 +164,14 @@ export const DELIBERATE_DIFFERENCES = {
   'update-appends-only': (reference: Answer, got: Answer): boolean => {
     if (!('stored' in got)) {
       // Refused either way for one of its tolerations, the error naming another index (upstream
-      // dropped some before it).
+      // dropped some before it); upstream's answer may list `existing toleration can not be
+      // modified` too, for the entries its merge dropped, and then the others once.
       const want = refusalOf(reference);
       const have = refusalOf(got);
-      return (
-        want?.code === 422 && have?.code === 422 && withoutTolerationIndex(canonical(want)) === withoutTolerationIndex(canonical(have))
-      );
+      if (want?.code !== 422 || have?.code !== 422) return false;
+      const same = (refusal: Refusal): boolean => withoutTolerationIndex(canonical(refusal)) === withoutTolerationIndex(canonical(have));
+      const nothingDropped = withNothingDropped(want);
+      return same(want) || (nothingDropped !== undefined && same(nothingDropped));
     }
     if ('stored' in reference) {
       const [have, want] = [tolerationsIn(got), tolerationsIn(reference)];
@@ -195,6 +197,37 @@ interface PlainToleration {
 
 function tolerationsIn(answer: Answer): readonly PlainToleration[] {
   return 'stored' in answer && Array.isArray(answer.stored.tolerations) ? (answer.stored.tolerations as PlainToleration[]) : [];
+}
+
+/** The API server's field error for an UPDATE that removed or rewrote a toleration (validateOnlyAddedTolerations). */
+const existingTolerationModified = {
+  field: 'spec.tolerations',
+  message: 'Forbidden: existing toleration can not be modified except its tolerationSeconds',
+} as const;
+
+/**
+ * The 422 the API server gives an UPDATE that keeps every toleration, from its answer to the same
+ * update with some dropped (`existing toleration can not be modified` beside other errors), or
+ * undefined when the refusal is not of that shape. pkg/apis/core/validation's ValidatePodUpdate
+ * validates the tolerations in ValidatePodSpec and again in validateOnlyAddedTolerations, which
+ * returns at the Forbidden error before it: without that error each `spec.tolerations` cause is
+ * listed twice (the message, built from the list, names each text once).
+ */
+function withNothingDropped(refused: Refusal): Refusal | undefined {
+  const details = refused.details as { causes?: { field?: string; message?: string }[] } | undefined;
+  if (details === undefined || !Array.isArray(details.causes) || refused.message === undefined) return undefined;
+  const isModified = (c: { field?: string; message?: string }): boolean =>
+    c.field === existingTolerationModified.field && c.message === existingTolerationModified.message;
+  const kept = details.causes.filter((c) => !isModified(c));
+  if (kept.length === details.causes.length || kept.length === 0) return undefined;
+  const match = /^(.*? is invalid: )\[(.*)\]$/s.exec(refused.message);
+  if (match === null) return undefined;
+  const text = `${existingTolerationModified.field}: ${existingTolerationModified.message}`;
+  const rest = match[2]!.split(', ').filter((entry) => entry !== text);
+  const message = `${match[1]!}${rest.length === 1 ? rest[0]! : `[${rest.join(', ')}]`}`;
+  const again = kept.filter((c) => c.field === 'spec.tolerations' || c.field?.startsWith('spec.tolerations[') === true);
+  const causes = [...kept, ...again].sort((a, b) => canonical(a).localeCompare(canonical(b)));
+  return { ...refused, message, details: { ...details, causes } };
 }
 
 /** The same tolerations, as many times each, in another order. */

@@ -353,4 +353,60 @@ describe('tolerator against the in-tree ExtendedResourceToleration, on generated
     });
     assert.deepEqual(update.subject, { stored: { tolerations: stored, nodeSelector: undefined } });
   });
+
+  it('deliberate difference update-appends-only: an appended invalid toleration that covers others is refused both ways, in-tree with `existing toleration can not be modified` beside it and the toleration errors once, tolerator with them twice (seed 994683752, case 56)', async () => {
+    // Not BestEffort (cpu), so that PodTolerationRestriction merges on UPDATE; the appended
+    // `Exists`/NoSchedule covers memory-pressure and a.b/c, and its tolerationSeconds is invalid.
+    const appended = { operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: 30 };
+    const answers = await answersFor({
+      ...plainCase,
+      containers: [
+        [
+          { name: 'a.b/c', ask: 'limits', variant: 0 },
+          { name: 'cpu', ask: 'both', variant: 0 },
+        ],
+      ],
+      update: { kind: 'append', appended },
+    });
+    assert.deepEqual(answers.create.reference, {
+      stored: { tolerations: [notReady, unreachable, memoryPressure, added], nodeSelector: undefined },
+    });
+    assert.deepEqual(answers.create.subject, answers.create.reference);
+    const update = answers.update;
+    assert.ok(update !== undefined, 'the pod was stored, so it was updated');
+    const invalid = (index: number) => ({
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: "NoSchedule": effect must be \'NoExecute\' when `tolerationSeconds` is set',
+      field: `spec.tolerations[${index}].effect`,
+    });
+    // In-tree: the merge kept [not-ready, unreachable, appended], then a.b/c appended again.
+    assert.deepEqual(update.reference, {
+      refused: {
+        code: 422,
+        reason: 'Invalid',
+        message: `Pod "pod" is invalid: [spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds, spec.tolerations[2].effect: ${invalid(2).message}]`,
+        details: {
+          name: 'pod',
+          kind: 'Pod',
+          causes: [
+            {
+              reason: 'FieldValueForbidden',
+              message: 'Forbidden: existing toleration can not be modified except its tolerationSeconds',
+              field: 'spec.tolerations',
+            },
+            invalid(2),
+          ],
+        },
+      },
+    });
+    assert.deepEqual(update.subject, {
+      refused: {
+        code: 422,
+        reason: 'Invalid',
+        message: `Pod "pod" is invalid: spec.tolerations[4].effect: ${invalid(4).message}`,
+        details: { name: 'pod', kind: 'Pod', causes: [invalid(4), invalid(4)] },
+      },
+    });
+    assert.equal(compareAnswers(update.reference, update.subject, UPDATE_ALLOWED), 'update-appends-only');
+  });
 });
