@@ -123,6 +123,23 @@ export class AuditCollector {
     }
   }
 
+  /**
+   * What another collector gathered on objects other than pods (the DRA claims, whose list restarts
+   * on its own after a 410 Gone, so they are gathered apart and added once their list is complete):
+   * its findings as kept (bounded per namespace like these), their exact counts, and its undecided
+   * objects; no pod is counted.
+   */
+  absorb(other: AuditCollector): void {
+    for (const violation of other.violations.sorted()) this.violations.add(violation);
+    for (const [key, entry] of other.counts) {
+      const mine = this.counts.get(key);
+      if (mine !== undefined) mine.count += entry.count;
+      else this.counts.set(key, { ...entry });
+    }
+    for (const undecided of other.undecidedPods.sorted()) this.undecidedPods.add(undecided);
+    this.undecidedCount += other.undecidedCount;
+  }
+
   private keepAndCount(violation: AuditViolation): void {
     this.violations.add(violation);
     // NUL separates the parts: no namespace, rule or policy name holds one.

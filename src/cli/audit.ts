@@ -344,7 +344,7 @@ async function clusterSource(
   // @kubernetes/client-node is costly to import; only a cluster audit needs it.
   const { loadKubeConfig } = await import('../kube/kube-config.js');
   const { createApiRequest, describeFailure } = await import('../kube/api-requests.js');
-  const { listInPages, defaultMaxRestarts, defaultMaxItemBytes } = await import('../kube/paged-list.js');
+  const { listInPages, probeList, defaultMaxRestarts, defaultMaxItemBytes } = await import('../kube/paged-list.js');
   const kubeConfig = loadKubeConfig({
     kubeconfigPath: kubeconfig.path,
     context: kubeconfig.context,
@@ -430,13 +430,11 @@ async function clusterSource(
     note: (text: string) => void,
     keep: (item: unknown) => unknown = (item) => item,
   ): Promise<readonly unknown[]> => {
-    const probe = await request('GET', `${path}?limit=1`, undefined, { maxBodyBytes: defaultMaxItemBytes });
-    if (probe.status === 404) return [];
-    if (probe.status === 403) {
-      note(`${what} not audited: ${describeFailure(probe)}`);
+    const probe = await probeList(request, path);
+    if (!probe.listable) {
+      if (probe.why === 'forbidden') note(`${what} not audited: ${probe.message}`);
       return [];
     }
-    if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
     return listAll(path, keep);
   };
   const nodePools = (note: (text: string) => void): Promise<readonly unknown[]> =>

@@ -197,6 +197,30 @@ export async function listInPages(request: ApiRequest, path: string, options: Pa
   }
 }
 
+/**
+ * Whether a list of an API that may not be served can be read: Karpenter's NodePools, DRA's
+ * ResourceClaims (resource.k8s.io/v1, served from Kubernetes 1.34). One request tells: the first
+ * item (`limit=1`, its body bounded as one object's) answered 404 means the API server does not
+ * serve the resource (nothing to list); 403 that the caller may not list it (a role made before
+ * the audit read it). Either way the caller skips it and says so, and the rest of its work goes
+ * on; any other failure rejects, as a list's would.
+ */
+export type ListProbe =
+  { readonly listable: true } | { readonly listable: false; readonly why: 'not-served' | 'forbidden'; readonly message: string };
+
+export async function probeList(request: ApiRequest, path: string, limits: { readonly maxBodyBytes?: number } = {}): Promise<ListProbe> {
+  const separator = path.includes('?') ? '&' : '?';
+  // The item is parsed as it arrives and dropped: the probe holds nothing.
+  const probe = await request('GET', `${path}${separator}limit=1`, undefined, {
+    maxBodyBytes: limits.maxBodyBytes ?? defaultMaxItemBytes,
+    onItem: () => undefined,
+  });
+  if (probe.status === 404) return { listable: false, why: 'not-served', message: describeFailure(probe) };
+  if (probe.status === 403) return { listable: false, why: 'forbidden', message: describeFailure(probe) };
+  if (probe.status !== 200) throw new Error(`listing ${path}: ${describeFailure(probe)}`);
+  return { listable: true };
+}
+
 /** What the head of a list's body shows: its metadata, and its first item's namespace and name. */
 export interface ListHead {
   readonly metadata?: JsonObject;

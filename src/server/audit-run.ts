@@ -11,8 +11,8 @@
  */
 import { checkObjectShape } from '../admission/object-shape.js';
 import type { ClusterFacts } from '../admission/cluster-facts.js';
-import { auditPod, type AuditRuleName, type AuditSettings, type AuditViolation } from '../audit/audit-rules.js';
-import { AuditCollector, type AuditResult } from '../audit/audit-summary.js';
+import { auditClaim, auditPod, type AuditRuleName, type AuditSettings, type AuditViolation } from '../audit/audit-rules.js';
+import { AuditCollector, type AuditResult, type UndecidedPod } from '../audit/audit-summary.js';
 import type { Namespace, Node, Pod } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import type { SkippedItem } from '../kube/paged-list.js';
@@ -43,6 +43,13 @@ export interface AuditRunOptions {
   readonly onFindings?: (pod: Pod, violations: readonly AuditViolation[]) => void;
   /** Findings on the cluster's Nodes and NodePools (auditNodeSide), added to the pods' (after `rules`). */
   readonly clusterFindings?: readonly AuditViolation[];
+  /**
+   * The DRA ResourceClaims, page by page after the pods (the periodic audit's list), each judged by
+   * auditClaim against its Namespace as it is now and forgotten: only the findings are kept, as
+   * for the pods. A claim too large to read, or whose namespace a policy cannot be evaluated for,
+   * is undecided (its name `resourceclaim/NAME`) but counts as no pod audited.
+   */
+  readonly claimPages?: PodPages;
 }
 
 export async function runAudit(
@@ -77,26 +84,17 @@ export async function runAudit(
     onRestart: () => {
       collector.reset();
     },
-    onSkipped: ({ namespace, name, maxBytes }) => {
-      // Judged by nobody: an undecided pod, named and counted, while the run goes on with the others.
-      collector.addUndecided({
-        namespace,
-        name,
-        message: `pod "${namespace}/${name}" is more than ${maxBytes} bytes of JSON as the API server sends it, the most one object can be: it was not read, and not judged`,
-      });
+    // Judged by nobody: an undecided pod, named and counted, while the run goes on with the others.
+    onSkipped: (pod) => {
+      collector.addUndecided(tooLargeToRead('pod', pod));
     },
-    onPage: async (items) => {
-      for (let index = 0; index < items.length; index++) {
-        if (options.shouldYield?.() === true) await options.yieldNow?.();
-        const item = items[index];
-        const metadata = isJsonObject(item) && isJsonObject(item.metadata) ? item.metadata : {};
-        const namespace = typeof metadata.namespace === 'string' ? metadata.namespace : '';
-        const name = typeof metadata.name === 'string' ? metadata.name : '';
+    onPage: (items) =>
+      eachItem(items, options, async (item, namespace, name) => {
         try {
           checkObjectShape('', 'Pod', item, `pod "${namespace}/${name}"`);
         } catch (error) {
           collector.addUndecided({ namespace, name, message: error instanceof Error ? error.message : String(error) });
-          continue;
+          return;
         }
         const pod = item as Pod;
         const nodeName = pod.spec?.nodeName ?? '';
@@ -117,12 +115,65 @@ export async function runAudit(
           if (!(error instanceof PolicyEvaluationError)) throw error;
           collector.addUndecided({ namespace, name, message: error.message });
         }
-      }
-    },
+      }),
   });
   const { rules } = options;
-  collector.addClusterFindings((options.clusterFindings ?? []).filter((violation) => rules === undefined || rules.has(violation.rule)));
+  const kept = (violations: readonly AuditViolation[]): readonly AuditViolation[] =>
+    rules === undefined ? violations : violations.filter((violation) => rules.has(violation.rule));
+  collector.addClusterFindings(kept(options.clusterFindings ?? []));
+  if (options.claimPages !== undefined) {
+    // Gathered apart: a restart of the claims' list forgets its claims, not the pods judged before it.
+    let claims = new AuditCollector({ keepPerNamespace: options.keepPerNamespace });
+    await options.claimPages({
+      onRestart: () => {
+        claims = new AuditCollector({ keepPerNamespace: options.keepPerNamespace });
+      },
+      onSkipped: (claim) => {
+        claims.addUndecided(tooLargeToRead('resourceclaim', claim));
+      },
+      onPage: (items) =>
+        eachItem(items, options, async (claim, namespace, name) => {
+          try {
+            claims.addClusterFindings(kept(auditClaim(claim, namespace === '' ? undefined : await namespaceOf(namespace), settings)));
+          } catch (error) {
+            if (!(error instanceof PolicyEvaluationError)) throw error;
+            claims.addUndecided({ namespace, name: `resourceclaim/${name}`, message: error.message });
+          }
+        }),
+    });
+    collector.absorb(claims);
+  }
   return collector.result();
+}
+
+/**
+ * Each item of a page with its namespace and name ('' where it has none), in order, the run
+ * yielding to the event loop first whenever its budget says so.
+ */
+async function eachItem(
+  items: readonly unknown[],
+  options: Pick<AuditRunOptions, 'shouldYield' | 'yieldNow'>,
+  judge: (item: unknown, namespace: string, name: string) => Promise<void>,
+): Promise<void> {
+  for (let index = 0; index < items.length; index++) {
+    if (options.shouldYield?.() === true) await options.yieldNow?.();
+    const item = items[index];
+    const metadata = isJsonObject(item) && isJsonObject(item.metadata) ? item.metadata : {};
+    await judge(
+      item,
+      typeof metadata.namespace === 'string' ? metadata.namespace : '',
+      typeof metadata.name === 'string' ? metadata.name : '',
+    );
+  }
+}
+
+/** An object the list stepped over (src/kube/paged-list.ts): undecided, named (a claim as `resourceclaim/NAME`). */
+function tooLargeToRead(resource: 'pod' | 'resourceclaim', { namespace, name, maxBytes }: SkippedItem): UndecidedPod {
+  return {
+    namespace,
+    name: resource === 'pod' ? name : `${resource}/${name}`,
+    message: `${resource} "${namespace}/${name}" is more than ${maxBytes} bytes of JSON as the API server sends it, the most one object can be: it was not read, and not judged`,
+  };
 }
 
 /** The pods of a file as one page. */

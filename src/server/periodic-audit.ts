@@ -1,8 +1,9 @@
 /**
  * The periodic audit of `tolerator serve --audit-interval DURATION`: every interval, the cluster's
  * pods are listed page by page and judged by the audit rules (src/server/audit-run.ts, the same run
- * as `tolerator audit`), and the result is published as metrics and, when their CRD is installed,
- * as policy reports.
+ * as `tolerator audit`), then the DRA ResourceClaims the same way where the API server serves them
+ * and a policy has a device taint (`foreign-device-toleration`), and the result is published as
+ * metrics and, when their CRD is installed, as policy reports.
  *
  * It never slows admission, which shares the one thread:
  * - pods are listed in pages of `pageSize` (never one giant list, never a cache of every pod), one
@@ -34,9 +35,12 @@ import { violationCounts, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, maxResultsPerReport } from '../audit/policy-reports.js';
 import type { Metrics } from '../http/metrics.js';
 import type { ApiRequest } from '../kube/api-requests.js';
-import { defaultMaxItemBytes, defaultMaxRestarts, listInPages } from '../kube/paged-list.js';
+import { defaultMaxItemBytes, defaultMaxRestarts, listInPages, probeList } from '../kube/paged-list.js';
 import { discoverReportApi, writePolicyReports } from '../kube/policy-report-writer.js';
-import { runAudit } from './audit-run.js';
+import { runAudit, type PodPages } from './audit-run.js';
+
+/** Every namespace's DRA claims (resource.k8s.io/v1: Kubernetes 1.34 and later). */
+export const resourceClaimsPath = '/apis/resource.k8s.io/v1/resourceclaims';
 
 /**
  * The pace, and why:
@@ -176,37 +180,77 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
     knowsNodes: options.facts.knowsNodes,
   };
 
+  const listOptions = {
+    pageSize: pace.pageSize,
+    maxPageBytes: pace.maxPageBytes,
+    maxItemBytes: pace.maxItemBytes,
+    maxRestarts: defaultMaxRestarts,
+    pause,
+  };
+
+  /**
+   * The DRA ResourceClaims, after the pods, in pages at the same pace and bounds (a claim is judged
+   * as it arrives and forgotten): only while a TenancyPolicy has `spec.deviceTaint` (no other rule
+   * reads a claim), and only where the API server serves resource.k8s.io/v1 (Kubernetes 1.34 and
+   * later) and the role lets this replica list them. Otherwise they are skipped, and the run says
+   * why in its log line: a missing API never fails the audit of everything else.
+   */
+  const claimSource = (settings: AuditSettings, outcome: { claims: number | string }): PodPages | undefined => {
+    if (!settings.enabled.has('DedicatedNodes') || !settings.policies.policies.some((policy) => policy.deviceTaint !== undefined)) {
+      outcome.claims = 'skipped: no TenancyPolicy has spec.deviceTaint';
+      return undefined;
+    }
+    return async (handlers) => {
+      await pause();
+      const probe = await probeList(request, resourceClaimsPath, { maxBodyBytes: pace.maxItemBytes });
+      if (!probe.listable) {
+        outcome.claims =
+          probe.why === 'not-served'
+            ? 'skipped: the API server does not serve resource.k8s.io/v1 ResourceClaims'
+            : `skipped: may not list ResourceClaims (${probe.message})`;
+        if (probe.why === 'forbidden') {
+          logger.warn(
+            { error: probe.message },
+            'ResourceClaims not audited: this replica may not list them (the audit ClusterRole grants it)',
+          );
+        }
+        return;
+      }
+      let claims = 0;
+      await pause();
+      await listInPages(request, resourceClaimsPath, listOptions, {
+        ...handlers,
+        onRestart: () => {
+          claims = 0;
+          handlers.onRestart();
+        },
+        onPage: async (items) => {
+          claims += items.length;
+          await handlers.onPage(items);
+        },
+      });
+      outcome.claims = claims;
+    };
+  };
+
   async function runOnce(): Promise<'completed' | 'failed'> {
     const started = clock();
     let sliceStart = clock();
     let result: AuditResult;
+    const settings = options.settings();
+    const outcome: { claims: number | string } = { claims: 0 };
     try {
       lastRequest = clock();
-      result = await runAudit(
-        (handlers) =>
-          listInPages(
-            request,
-            '/api/v1/pods',
-            {
-              pageSize: pace.pageSize,
-              maxPageBytes: pace.maxPageBytes,
-              maxItemBytes: pace.maxItemBytes,
-              maxRestarts: defaultMaxRestarts,
-              pause,
-            },
-            handlers,
-          ),
-        pacedFacts,
-        options.settings(),
-        {
-          shouldYield: () => clock() - sliceStart >= pace.sliceMs,
-          yieldNow: async () => {
-            await yieldToEventLoop();
-            sliceStart = clock();
-          },
-          keepPerNamespace: maxResultsPerReport,
+      const claimPages = claimSource(settings, outcome);
+      result = await runAudit((handlers) => listInPages(request, '/api/v1/pods', listOptions, handlers), pacedFacts, settings, {
+        ...(claimPages === undefined ? {} : { claimPages }),
+        shouldYield: () => clock() - sliceStart >= pace.sliceMs,
+        yieldNow: async () => {
+          await yieldToEventLoop();
+          sliceStart = clock();
         },
-      );
+        keepPerNamespace: maxResultsPerReport,
+      });
     } catch (error) {
       // Whatever the aborted request rejected with: a stopped run is no failure of the audit.
       if (signal.aborted) return 'failed';
@@ -228,20 +272,23 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
     metrics.auditLastCompleted.set(now() / 1000);
     metrics.auditRuns.inc({ result: 'completed' });
     const violations = result.counts.reduce((sum, { count }) => sum + count, 0);
-    logger.info({ ...result.summary, violations, durationMs: Math.round(clock() - started) }, 'audit completed');
+    logger.info(
+      { ...result.summary, resourceClaims: outcome.claims, violations, durationMs: Math.round(clock() - started) },
+      'audit completed',
+    );
     for (const pod of result.undecided.slice(0, 10)) {
       logger.warn({ namespace: pod.namespace, pod: pod.name, error: pod.message }, 'audit could not judge a pod');
     }
-    await publishReports(result);
+    await publishReports(result, settings);
     options.onCompleted?.(result);
     return 'completed';
   }
 
-  async function publishReports(result: AuditResult): Promise<void> {
+  async function publishReports(result: AuditResult, settings: AuditSettings): Promise<void> {
     try {
       const api = await discoverReportApi(request);
       if (api === undefined) return;
-      const policies = new Map(options.settings().policies.policies.map((policy) => [policy.name, policy.enforcement]));
+      const policies = new Map(settings.policies.policies.map((policy) => [policy.name, policy.enforcement]));
       const reports = buildPolicyReports(api, result, (name) => policies.get(name), new Date(now()));
       const writes = await writePolicyReports(request, api, reports, pause);
       metrics.auditReportWrites.inc({ result: 'success' }, writes.written + writes.deleted);

@@ -923,7 +923,7 @@ describe('overlays/audit', () => {
     assert.ok(!docs.some((d) => d.kind === 'Role' && d.metadata.name === 'tolerator-audit-lease'), 'the base has no Lease grant');
   });
 
-  it("grants exactly list on pods and writing the reports, bound to the server's ServiceAccount", () => {
+  it("grants exactly list on pods and ResourceClaims and writing the reports, bound to the server's ServiceAccount", () => {
     const role = one(overlay.docs, ClusterRole.is, 'tolerator-audit');
     const grants = (role.rules ?? []).flatMap((rule) =>
       (rule.apiGroups ?? []).flatMap((g) => (rule.resources ?? []).flatMap((r) => rule.verbs.map((v) => `${g}/${r}:${v}`))),
@@ -934,6 +934,7 @@ describe('overlays/audit', () => {
       'openreports.io/reports:delete',
       'openreports.io/reports:list',
       'openreports.io/reports:update',
+      'resource.k8s.io/resourceclaims:list',
       'wgpolicyk8s.io/policyreports:create',
       'wgpolicyk8s.io/policyreports:delete',
       'wgpolicyk8s.io/policyreports:list',

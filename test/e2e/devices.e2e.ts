@@ -28,7 +28,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent } from 'node:https';
+import { Agent, get as httpsGet } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -99,6 +99,21 @@ interface Verdict {
   readonly allowed: boolean;
   readonly warnings?: string[];
   readonly status?: { code?: number; reason?: string; message?: string; details?: unknown };
+}
+
+/** GET `path` on tolerator's port (its /metrics), trusting the webhooks' CA. */
+function getText(port: number, ca: string, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpsGet({ host: '127.0.0.1', port, path, ca, timeout: 5_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
+    req.on('error', reject);
+  });
 }
 
 function claim(name: string, tolerations: unknown[] | undefined, deviceName?: string): Manifest {
@@ -306,7 +321,12 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
     cluster = await startToleratorOnCluster({
       dir,
       plane: { ...plane, scheduler: true, controllerManager: true },
-      serveArgs: ['--policies', policies],
+      // deploy/overlays/audit's ClusterRole (list pods and ResourceClaims) and the periodic audit
+      // every 5 s, which must find the claim the last tenancy case makes foreign. Without the audit
+      // Lease (its Role is not among what this harness installs; audit-lease.e2e.ts tests it): one
+      // replica, which audits.
+      overlay: 'audit',
+      serveArgs: ['--policies', policies, '--audit-interval', '5s', '--audit-lease='],
     });
     await createObject(cluster.objects, { apiVersion: 'v1', kind: 'Namespace', metadata: { name: namespace } });
     await createFakeNodes(cluster.objects, { [node]: {} });
@@ -788,6 +808,23 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
         violations[0]!.message,
         /^status\.allocation\.devices\.results\[0\] \(device gpu\.example\.com\/worker-a\/gpu-a-0\)\.tolerations\[0\] tolerates the device taint of group "a" .*namespace "team-a" belongs to group "b"/,
       );
+    });
+
+    it("the periodic audit of serve reads ResourceClaims with deploy/overlays/audit's RBAC and reports the same foreign-device-toleration", async () => {
+      // Runs after the namespace's relabelling above; one run every 5 s.
+      const auditLogs = (): string =>
+        JSON.stringify((cluster.tolerator()?.logs ?? []).filter((entry) => /audit|lease|ResourceClaim/i.test(String(entry.msg))).slice(-8));
+      const found = await until('a periodic audit that reports the claim', 60, async () => {
+        const metrics = await getText(cluster.tolerator()!.port, cluster.serving.ca.cert, '/metrics');
+        return /^tolerator_audit_violations\{rule="foreign-device-toleration",namespace="team-a"\} 1$/m.test(metrics) ? metrics : undefined;
+      }).catch((error: unknown) => {
+        throw new Error(`${error instanceof Error ? error.message : String(error)}; the audit's last log lines: ${auditLogs()}`);
+      });
+      assert.match(found, /^tolerator_audit_runs_total\{result="completed"\} [1-9]/m);
+      // The claims were listed by tolerator's own identity, not skipped (a 403 would say so).
+      const completed = (cluster.tolerator()?.logs ?? []).filter((entry) => entry.msg === 'audit completed');
+      const claims = completed.at(-1)?.resourceClaims;
+      assert.ok(typeof claims === 'number' && claims >= 2, JSON.stringify(completed.at(-1)));
     });
   });
 });

@@ -528,6 +528,141 @@ describe('the audit against an API server', () => {
       }
     });
 
+    describe('ResourceClaims', () => {
+      const deviceKey = 'gpu.example.com/dedicated';
+      const devicePolicies = mkdtempSync(join(tmpdir(), 'tolerator-periodic-devices-'));
+      writeFileSync(
+        join(devicePolicies, 'gpus.json'),
+        JSON.stringify({
+          apiVersion: 'tolerator.dev/v1alpha1',
+          kind: 'TenancyPolicy',
+          metadata: { name: 'gpus' },
+          spec: {
+            group: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
+            taint: { key: 'dedicated', effect: 'NoSchedule' },
+            nodeLabel: 'dedicated',
+            deviceTaint: { key: deviceKey, effect: 'NoSchedule' },
+          },
+        }),
+      );
+      const deviceSettings: AuditSettings = { ...settings, policies: loadPolicyDirectory(devicePolicies).set };
+      const tolerations = [{ key: deviceKey, operator: 'Equal', value: 'b', effect: 'NoSchedule' }];
+      const stolen: KubeObject = {
+        apiVersion: 'resource.k8s.io/v1',
+        kind: 'ResourceClaim',
+        metadata: { name: 'stolen', namespace: 'tenant-a' },
+        spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu', tolerations } }] } },
+        status: { allocation: { devices: { results: [{ request: 'gpu', driver: 'd', pool: 'p', device: 'g', tolerations }] } } },
+      };
+      /** The run's log lines, as the logger was called. */
+      const recording = (): {
+        lines: { level: string; fields: Record<string, unknown>; message: string }[];
+        logger: PeriodicAuditOptions['logger'];
+      } => {
+        const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
+        const log =
+          (level: string) =>
+          (fields: Record<string, unknown>, message?: string): void => {
+            lines.push({ level, fields, message: message ?? '' });
+          };
+        return {
+          lines,
+          logger: { info: log('info'), warn: log('warn'), error: log('error') },
+        };
+      };
+
+      it("the periodic audit reads ResourceClaims: a foreign device toleration is a foreign-device-toleration violation, in its namespace's PolicyReport", async () => {
+        const local = await FakeApiServer.start();
+        try {
+          local.installReportCrd('wgpolicyk8s.io', 'v1alpha2', 'policyreports');
+          local.resourceClaims = { status: 200, items: [stolen] };
+          const metrics = createMetrics({ collectProcessMetrics: false });
+          const { lines, logger } = recording();
+          const periodic = periodicAudit({
+            request: createApiRequest(local.kubeConfig()),
+            metrics,
+            logger,
+            settings: () => deviceSettings,
+          });
+          assert.equal(await periodic.runOnce(), 'completed');
+          assert.match(
+            await metrics.registry.metrics(),
+            /tolerator_audit_violations\{rule="foreign-device-toleration",namespace="tenant-a"\} 1/,
+          );
+          const report = local.reports.get('tenant-a/tolerator-audit');
+          assert.ok(report !== undefined, "a report in the claim's namespace");
+          const results = report.results as { policy: string; rule: string; category: string; resources: unknown[] }[];
+          assert.deepEqual(
+            results.filter((result) => result.rule === 'foreign-device-toleration'),
+            [
+              {
+                ...results.find((result) => result.rule === 'foreign-device-toleration'),
+                policy: 'gpus',
+                rule: 'foreign-device-toleration',
+                category: 'Dedicated devices',
+                resources: [{ apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaim', namespace: 'tenant-a', name: 'stolen' }],
+              },
+            ],
+          );
+          // Listed in pages at the audit's pace: one probe of one item, then pages of pageSize.
+          assert.deepEqual(local.resourceClaimRequests, [
+            '/apis/resource.k8s.io/v1/resourceclaims?limit=1',
+            `/apis/resource.k8s.io/v1/resourceclaims?limit=${pace.pageSize}`,
+          ]);
+          assert.equal(lines.find((line) => line.message === 'audit completed')?.fields.resourceClaims, 1);
+        } finally {
+          await local.close();
+        }
+      });
+
+      it('the periodic audit skips ResourceClaims where resource.k8s.io/v1 is not served or may not be listed, and completes the rest', async () => {
+        const local = await FakeApiServer.start();
+        try {
+          for (const namespace of auditNamespaces) local.put('namespaces', namespace);
+          local.putPod(storedPod({ namespace: 'shared', name: 'on-b', node: 'node-b' }) as KubeObject);
+          for (const [served, said] of [
+            [undefined, /^skipped: the API server does not serve resource\.k8s\.io\/v1 ResourceClaims$/],
+            [
+              { status: 403, items: [] },
+              /^skipped: may not list ResourceClaims \(HTTP 403: resourceclaims\.resource\.k8s\.io is forbidden\)$/,
+            ],
+          ] as const) {
+            local.resourceClaims = served;
+            const metrics = createMetrics({ collectProcessMetrics: false });
+            const { lines, logger } = recording();
+            const periodic = periodicAudit({
+              request: createApiRequest(local.kubeConfig()),
+              metrics,
+              logger,
+              settings: () => deviceSettings,
+            });
+            assert.equal(await periodic.runOnce(), 'completed');
+            assert.match(await metrics.registry.metrics(), /tolerator_audit_violations\{rule="foreign-node",namespace="shared"\} 1/);
+            assert.match(String(lines.find((line) => line.message === 'audit completed')?.fields.resourceClaims), said);
+            assert.equal(lines.filter((line) => line.level === 'warn').length, served === undefined ? 0 : 1);
+          }
+        } finally {
+          await local.close();
+        }
+      });
+
+      it('without a TenancyPolicy that has spec.deviceTaint the periodic audit sends no ResourceClaim request', async () => {
+        fake.resourceClaims = { status: 200, items: [stolen] };
+        try {
+          const before = fake.resourceClaimRequests.length;
+          const { lines, logger } = recording();
+          assert.equal(await periodicAudit({ request: createApiRequest(fake.kubeConfig()), logger }).runOnce(), 'completed');
+          assert.equal(fake.resourceClaimRequests.length, before);
+          assert.equal(
+            lines.find((line) => line.message === 'audit completed')?.fields.resourceClaims,
+            'skipped: no TenancyPolicy has spec.deviceTaint',
+          );
+        } finally {
+          fake.resourceClaims = undefined;
+        }
+      });
+    });
+
     it('pause(): another replica holds the audit Lease, so this one clears its audit series and a run that ends publishes nothing', async () => {
       const metrics = createMetrics({ collectProcessMetrics: false });
       const periodic = periodicAudit({ request: createApiRequest(fake.kubeConfig()), metrics });

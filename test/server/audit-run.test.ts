@@ -13,7 +13,9 @@ import { parseAuditInterval } from '../../src/server/periodic-audit.js';
 import { staticClusterFacts } from '../../src/kube/cluster-state-file.js';
 import { allPluginNames } from '../../src/plugins/registry.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
+import { createPolicySet } from '../../src/tenancy/policy-set.js';
 import { auditNamespaces, auditNodes, storedPod } from '../support/audit-fixtures.js';
+import { compilePolicy, labelPolicySpec, namespace } from '../tenancy/tenancy-fixtures.js';
 
 const settings: AuditSettings = {
   gates: defaultFeatureGates,
@@ -60,6 +62,86 @@ describe('an audit run yields to other work', () => {
       settings,
     );
     assert.equal(ranDuring, false);
+  });
+});
+
+describe("an audit run reads DRA claims after the pods (the periodic audit's claimPages)", () => {
+  const deviceKey = 'gpu.example.com/dedicated';
+  const deviceSettings: AuditSettings = {
+    ...settings,
+    policies: createPolicySet([compilePolicy('gpus', { ...labelPolicySpec(), deviceTaint: { key: deviceKey, effect: 'NoSchedule' } })]).set,
+  };
+  const teamFacts = staticClusterFacts({ namespaces: [namespace('team-a', { dedicated: 'a' })], nodes: [] });
+  const claim = (name: string, value: string): unknown => {
+    const tolerations = [{ key: deviceKey, operator: 'Equal', value, effect: 'NoSchedule' }];
+    return {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaim',
+      metadata: { name, namespace: 'team-a' },
+      spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu', tolerations } }] } },
+      status: { allocation: { devices: { results: [{ request: 'gpu', driver: 'd', pool: 'p', device: 'g', tolerations }] } } },
+    };
+  };
+  const teamPod = storedPod({ namespace: 'team-a', name: 'p', node: '' });
+
+  it('foreign-device-toleration from claimPages: the claim is counted in its namespace, no pod is counted for it', async () => {
+    const result = await runAudit(podsAsOnePage([teamPod]), teamFacts, deviceSettings, {
+      claimPages: podsAsOnePage([claim('stolen', 'b'), claim('own', 'a')]),
+    });
+    assert.deepEqual(
+      result.violations
+        .filter((violation) => violation.kind === 'ResourceClaim')
+        .map(({ namespace: ns, name, rule }) => ({ ns, name, rule })),
+      [{ ns: 'team-a', name: 'stolen', rule: 'foreign-device-toleration' }],
+    );
+    assert.deepEqual(
+      result.counts.filter((count) => count.rule === 'foreign-device-toleration'),
+      [{ namespace: 'team-a', rule: 'foreign-device-toleration', policy: 'gpus', count: 1 }],
+    );
+    assert.equal(result.summary.audited, 1, 'the one pod; claims are not pods');
+  });
+
+  it("a restart of the claims' list (410 Gone) forgets the claims seen before it, not the pods", async () => {
+    const result = await runAudit(podsAsOnePage([teamPod]), teamFacts, deviceSettings, {
+      claimPages: async ({ onPage, onRestart }) => {
+        await onPage([claim('gone', 'b')]);
+        onRestart();
+        await onPage([claim('stolen', 'b')]);
+      },
+    });
+    assert.deepEqual(
+      result.violations.filter((violation) => violation.kind === 'ResourceClaim').map(({ name }) => name),
+      ['stolen'],
+    );
+    assert.equal(result.counts.find((count) => count.rule === 'foreign-device-toleration')?.count, 1);
+    assert.equal(result.summary.audited, 1);
+  });
+
+  it('claims are bounded like pods: keepPerNamespace findings kept, every one counted', async () => {
+    const claims = Array.from({ length: 30 }, (_, i) => claim(`c-${String(i).padStart(2, '0')}`, 'b'));
+    const result = await runAudit(podsAsOnePage([]), teamFacts, deviceSettings, {
+      claimPages: podsAsOnePage(claims),
+      keepPerNamespace: 10,
+    });
+    assert.equal(result.violations.length, 10);
+    assert.equal(result.violations[0]?.name, 'c-00');
+    assert.equal(result.counts.find((count) => count.rule === 'foreign-device-toleration')?.count, 30);
+  });
+
+  it('a claim too large to read is undecided as resourceclaim/NAME, and the run goes on', async () => {
+    const result = await runAudit(podsAsOnePage([]), teamFacts, deviceSettings, {
+      claimPages: async ({ onPage, onSkipped }) => {
+        onSkipped({ namespace: 'team-a', name: 'huge', maxBytes: 100 });
+        await onPage([claim('stolen', 'b')]);
+      },
+    });
+    assert.deepEqual(
+      result.undecided.map(({ namespace: ns, name }) => `${ns}/${name}`),
+      ['team-a/resourceclaim/huge'],
+    );
+    assert.equal(result.summary.undecided, 1);
+    assert.equal(result.summary.audited, 0);
+    assert.equal(result.violations.length, 1);
   });
 });
 

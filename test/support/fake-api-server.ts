@@ -580,6 +580,8 @@ export class FakeApiServer {
    * limit): undefined serves no such API (404); a status other than 200 answers every list with it.
    */
   resourceClaims: { readonly status: number; readonly items: readonly KubeObject[] } | undefined;
+  /** Every request for the ResourceClaims' list: its path and query. */
+  readonly resourceClaimRequests: string[] = [];
 
   /** Objects served at their own path (ReplicaSets, Jobs: `GET /apis/apps/v1/namespaces/NS/replicasets/NAME`). */
   readonly objects = new Map<string, KubeObject>();
@@ -669,6 +671,7 @@ export class FakeApiServer {
       return;
     }
     if (url.pathname === '/apis/resource.k8s.io/v1/resourceclaims' && req.method === 'GET') {
+      this.resourceClaimRequests.push(`${url.pathname}${url.search}`);
       const served = this.resourceClaims;
       if (served === undefined) sendJson(res, 404, status(404, 'NotFound', 'the server could not find the requested resource'));
       else if (served.status !== 200)
