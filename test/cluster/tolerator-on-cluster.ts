@@ -276,6 +276,22 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Pr
 }
 
 /** The webhooks (`mutate`, `validate`) tolerator's /metrics counts reviews of, at any log level. */
+/** GET `path` on tolerator's port (its /metrics), trusting the webhooks' CA. */
+export function getFromTolerator(port: number, ca: string, path: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest({ host: '127.0.0.1', port, path, ca, timeout: 5_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => {
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 export async function reviewedWebhooks(port: number, ca: string): Promise<Set<string>> {
   const text = await new Promise<string>((resolve, reject) => {
     const req = httpsRequest({ host: '127.0.0.1', port, path: '/metrics', ca, timeout: 5_000 }, (res) => {

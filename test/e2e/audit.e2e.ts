@@ -16,7 +16,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -28,6 +27,7 @@ import { pollUntil } from '../cluster/poll.js';
 import {
   asKubernetesObject,
   createObject,
+  getFromTolerator,
   plain,
   startToleratorOnCluster,
   TOLERATOR_GROUPS,
@@ -95,22 +95,6 @@ function podLists(auditLog: string): AuditEvent[] {
     .filter((line) => line !== '')
     .map((line) => JSON.parse(line) as AuditEvent)
     .filter((event) => event.verb === 'list' && event.requestURI.startsWith('/api/v1/pods?'));
-}
-
-/** GET `path` on tolerator's port (its /metrics), trusting the webhooks' CA. */
-function getFromTolerator(port: number, ca: string, path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path, ca, timeout: 5_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        resolve(Buffer.concat(chunks).toString('utf8'));
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
-    req.on('error', reject);
-    req.end();
-  });
 }
 
 interface Finding {

@@ -28,7 +28,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { Agent, get as httpsGet } from 'node:https';
+import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -41,6 +41,7 @@ import {
   asKubernetesObject,
   clientsFor,
   createObject,
+  getFromTolerator,
   plain,
   refusal,
   startToleratorOnCluster,
@@ -99,21 +100,6 @@ interface Verdict {
   readonly allowed: boolean;
   readonly warnings?: string[];
   readonly status?: { code?: number; reason?: string; message?: string; details?: unknown };
-}
-
-/** GET `path` on tolerator's port (its /metrics), trusting the webhooks' CA. */
-function getText(port: number, ca: string, path: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = httpsGet({ host: '127.0.0.1', port, path, ca, timeout: 5_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        resolve(Buffer.concat(chunks).toString('utf8'));
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${path} timed out`)));
-    req.on('error', reject);
-  });
 }
 
 function claim(name: string, tolerations: unknown[] | undefined, deviceName?: string): Manifest {
@@ -815,7 +801,7 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
       const auditLogs = (): string =>
         JSON.stringify((cluster.tolerator()?.logs ?? []).filter((entry) => /audit|lease|ResourceClaim/i.test(String(entry.msg))).slice(-8));
       const found = await until('a periodic audit that reports the claim', 60, async () => {
-        const metrics = await getText(cluster.tolerator()!.port, cluster.serving.ca.cert, '/metrics');
+        const metrics = await getFromTolerator(cluster.tolerator()!.port, cluster.serving.ca.cert, '/metrics');
         return /^tolerator_audit_violations\{rule="foreign-device-toleration",namespace="team-a"\} 1$/m.test(metrics) ? metrics : undefined;
       }).catch((error: unknown) => {
         throw new Error(`${error instanceof Error ? error.message : String(error)}; the audit's last log lines: ${auditLogs()}`);

@@ -45,6 +45,22 @@ function rulesByPod(violations: readonly { namespace: string; name: string; rule
   return byPod;
 }
 
+/** A directory holding the TenancyPolicy `gpus`: groups by the namespace label `dedicated`, devices by the taint gpu.example.com/dedicated. */
+function devicePolicyDirectory(): string {
+  const dir = mkdtempSync(join(tmpdir(), 'tolerator-audit-api-devices-'));
+  const spec = {
+    group: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
+    taint: { key: 'dedicated', effect: 'NoSchedule' },
+    nodeLabel: 'dedicated',
+    deviceTaint: { key: 'gpu.example.com/dedicated', effect: 'NoSchedule' },
+  };
+  writeFileSync(
+    join(dir, 'gpus.json'),
+    JSON.stringify({ apiVersion: 'tolerator.dev/v1alpha1', kind: 'TenancyPolicy', metadata: { name: 'gpus' }, spec }),
+  );
+  return dir;
+}
+
 const expected = new Map([...expectedRulesByPod()].filter(([, rules]) => rules.length > 0));
 
 describe('the audit against an API server', () => {
@@ -123,21 +139,7 @@ describe('the audit against an API server', () => {
   });
 
   it("ResourceClaims from the API server: an allocated claim that tolerates another group's device taint is a foreign-device-toleration finding; a 403 is a note", async () => {
-    const devicePolicies = mkdtempSync(join(tmpdir(), 'tolerator-audit-api-devices-'));
-    writeFileSync(
-      join(devicePolicies, 'gpus.json'),
-      JSON.stringify({
-        apiVersion: 'tolerator.dev/v1alpha1',
-        kind: 'TenancyPolicy',
-        metadata: { name: 'gpus' },
-        spec: {
-          group: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
-          taint: { key: 'dedicated', effect: 'NoSchedule' },
-          nodeLabel: 'dedicated',
-          deviceTaint: { key: 'gpu.example.com/dedicated', effect: 'NoSchedule' },
-        },
-      }),
-    );
+    const devicePolicies = devicePolicyDirectory();
     const tolerations = [{ key: 'gpu.example.com/dedicated', operator: 'Exists', effect: 'NoSchedule' }];
     fake.resourceClaims = {
       status: 200,
@@ -530,21 +532,7 @@ describe('the audit against an API server', () => {
 
     describe('ResourceClaims', () => {
       const deviceKey = 'gpu.example.com/dedicated';
-      const devicePolicies = mkdtempSync(join(tmpdir(), 'tolerator-periodic-devices-'));
-      writeFileSync(
-        join(devicePolicies, 'gpus.json'),
-        JSON.stringify({
-          apiVersion: 'tolerator.dev/v1alpha1',
-          kind: 'TenancyPolicy',
-          metadata: { name: 'gpus' },
-          spec: {
-            group: "namespaceObject.metadata.?labels['dedicated'].orValue('')",
-            taint: { key: 'dedicated', effect: 'NoSchedule' },
-            nodeLabel: 'dedicated',
-            deviceTaint: { key: deviceKey, effect: 'NoSchedule' },
-          },
-        }),
-      );
+      const devicePolicies = devicePolicyDirectory();
       const deviceSettings: AuditSettings = { ...settings, policies: loadPolicyDirectory(devicePolicies).set };
       const tolerations = [{ key: deviceKey, operator: 'Equal', value: 'b', effect: 'NoSchedule' }];
       const stolen: KubeObject = {
@@ -571,20 +559,23 @@ describe('the audit against an API server', () => {
         };
       };
 
+      /** One run of the periodic audit with the device policy against `local`, which completes. */
+      const completedRun = async (
+        local: FakeApiServer,
+      ): Promise<{ metrics: ReturnType<typeof createMetrics>; lines: ReturnType<typeof recording>['lines'] }> => {
+        const metrics = createMetrics({ collectProcessMetrics: false });
+        const { lines, logger } = recording();
+        const periodic = periodicAudit({ request: createApiRequest(local.kubeConfig()), metrics, logger, settings: () => deviceSettings });
+        assert.equal(await periodic.runOnce(), 'completed');
+        return { metrics, lines };
+      };
+
       it("the periodic audit reads ResourceClaims: a foreign device toleration is a foreign-device-toleration violation, in its namespace's PolicyReport", async () => {
         const local = await FakeApiServer.start();
         try {
           local.installReportCrd('wgpolicyk8s.io', 'v1alpha2', 'policyreports');
           local.resourceClaims = { status: 200, items: [stolen] };
-          const metrics = createMetrics({ collectProcessMetrics: false });
-          const { lines, logger } = recording();
-          const periodic = periodicAudit({
-            request: createApiRequest(local.kubeConfig()),
-            metrics,
-            logger,
-            settings: () => deviceSettings,
-          });
-          assert.equal(await periodic.runOnce(), 'completed');
+          const { metrics, lines } = await completedRun(local);
           assert.match(
             await metrics.registry.metrics(),
             /tolerator_audit_violations\{rule="foreign-device-toleration",namespace="tenant-a"\} 1/,
@@ -628,15 +619,7 @@ describe('the audit against an API server', () => {
             ],
           ] as const) {
             local.resourceClaims = served;
-            const metrics = createMetrics({ collectProcessMetrics: false });
-            const { lines, logger } = recording();
-            const periodic = periodicAudit({
-              request: createApiRequest(local.kubeConfig()),
-              metrics,
-              logger,
-              settings: () => deviceSettings,
-            });
-            assert.equal(await periodic.runOnce(), 'completed');
+            const { metrics, lines } = await completedRun(local);
             assert.match(await metrics.registry.metrics(), /tolerator_audit_violations\{rule="foreign-node",namespace="shared"\} 1/);
             assert.match(String(lines.find((line) => line.message === 'audit completed')?.fields.resourceClaims), said);
             assert.equal(lines.filter((line) => line.level === 'warn').length, served === undefined ? 0 : 1);
