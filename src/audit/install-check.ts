@@ -334,43 +334,65 @@ export function policiesCheck(
 }
 
 /**
- * Nodes or NodePools that break the node half of the dedicated-node pattern (src/tenancy/node-side.ts):
- * `observed` is how many were looked at and each finding's message, the reason they could not be
- * read, or undefined when the API is not served (NodePools without Karpenter).
+ * The words of each object the node half of the pattern is checked on: the check's id (the audit
+ * rule of the same finding), its plural, what was not checked without policies, the API that may
+ * not be served, the fix, and what a clean list means.
+ */
+const nodeSideChecks = {
+  Node: {
+    id: 'node-pattern',
+    plural: 'nodes',
+    unchecked: "for a group's label and taint",
+    notServed: 'the API server does not serve v1 Nodes: none to check',
+    hint: 'a node of group G carries the label and the taint of G together (docs/tenancy.md, "The node half"); tolerator audit lists them all',
+    clean: (count: number) => `${count} nodes carry each group's label and taint together, or neither`,
+  },
+  NodePool: {
+    id: 'nodepool-pattern',
+    plural: 'NodePools',
+    unchecked: "for a group's label and taint",
+    notServed: 'the API server does not serve karpenter.sh/v1 NodePools (Karpenter is not installed): none to check',
+    hint: 'a node of group G carries the label and the taint of G together (docs/tenancy.md, "The node half"); tolerator audit lists them all',
+    clean: (count: number) => `${count} NodePools carry each group's label and taint together, or neither`,
+  },
+  RuntimeClass: {
+    id: 'runtimeclass-pattern',
+    plural: 'RuntimeClasses',
+    unchecked: "for scheduling that reaches a group's nodes",
+    notServed: 'the API server does not serve node.k8s.io/v1 RuntimeClasses: none to check',
+    hint: 'the RuntimeClass admission plugin merges a RuntimeClass\'s scheduling into every pod that names it: list it under the group in spec.runtimeClasses, or take the group\'s toleration and label out of its scheduling (docs/tenancy.md, "RuntimeClasses"); tolerator audit lists them all',
+    clean: (count: number) =>
+      `of ${count} RuntimeClass${count === 1 ? '' : 'es'}, none reaches a group's nodes unless spec.runtimeClasses lists it for that group`,
+  },
+} as const;
+
+/**
+ * Nodes, NodePools or RuntimeClasses that break the node half of the dedicated-node pattern
+ * (src/tenancy/node-side.ts, src/tenancy/runtime-classes.ts: the audit's node-pattern,
+ * nodepool-pattern and runtimeclass-pattern findings): `observed` is how many were looked at and
+ * each finding's message, the reason they could not be read, or undefined when the API is not
+ * served (NodePools without Karpenter).
  */
 export function nodePatternCheck(
-  kind: 'Node' | 'NodePool',
+  kind: keyof typeof nodeSideChecks,
   observed: { readonly count: number; readonly findings: readonly string[] } | string | undefined,
   policies: number,
 ): CheckResult {
-  const id = kind === 'Node' ? 'node-pattern' : 'nodepool-pattern';
-  const plural = kind === 'Node' ? 'nodes' : 'NodePools';
+  const { id, plural, unchecked, notServed, hint, clean } = nodeSideChecks[kind];
   if (policies === 0) {
-    return {
-      id,
-      ok: true,
-      skipped: true,
-      message: `no TenancyPolicy in the ConfigMap: the ${plural} were not checked for a group's label and taint`,
-    };
+    return { id, ok: true, skipped: true, message: `no TenancyPolicy in the ConfigMap: the ${plural} were not checked ${unchecked}` };
   }
-  if (observed === undefined) {
-    return {
-      id,
-      ok: true,
-      skipped: true,
-      message: 'the API server does not serve karpenter.sh/v1 NodePools (Karpenter is not installed): none to check',
-    };
-  }
+  if (observed === undefined) return { id, ok: true, skipped: true, message: notServed };
   if (typeof observed === 'string') return { id, ok: false, message: `the ${plural} could not be read: ${observed}` };
   if (observed.findings.length > 0) {
     return {
       id,
       ok: false,
       message: `${observed.findings.length} finding${observed.findings.length === 1 ? '' : 's'} on ${observed.count} ${plural}: ${spellOut(observed.findings, (finding) => finding, '; ', 'findings')}`,
-      hint: `a node of group G carries the label and the taint of G together (docs/tenancy.md, "The node half"); tolerator audit lists them all`,
+      hint,
     };
   }
-  return { id, ok: true, message: `${observed.count} ${plural} carry each group's label and taint together, or neither` };
+  return { id, ok: true, message: clean(observed.count) };
 }
 
 /** The exit code: 0 when every check that ran passed, 1 otherwise. */

@@ -18,7 +18,8 @@
  * and size, the wire shape parsed once), and the policies of the ConfigMap through the server's
  * own parser (policySetFromSources), so that check refuses what `serve` refuses. With policies,
  * the Nodes and Karpenter NodePools are judged for the node half of the pattern
- * (src/tenancy/node-side.ts), page by page.
+ * (src/tenancy/node-side.ts), and the RuntimeClasses for scheduling that reaches a group's nodes
+ * (src/tenancy/runtime-classes.ts, as the audit's runtimeclass-pattern), page by page.
  */
 import { X509Certificate } from 'node:crypto';
 import { isIP } from 'node:net';
@@ -49,6 +50,7 @@ import type { Node } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
 import { createApiRequest, describeFailure, ResponseTooLarge, type ApiRequest } from '../kube/api-requests.js';
 import { nodeFindings, nodePoolFindings } from '../tenancy/node-side.js';
+import { runtimeClassFindings } from '../tenancy/runtime-classes.js';
 import { policySetFromSources } from '../tenancy/policy-directory.js';
 import { formatPolicyLoadError, type TenancyPolicy } from '../tenancy/policy.js';
 import type { CommandDefinition, CommandIo } from './command.js';
@@ -204,26 +206,27 @@ async function runChecks(kc: KubeConfig, targets: CheckTargets): Promise<CheckRe
     ),
   );
 
-  // The node half of the pattern: what the policies of the ConfigMap say of the nodes and NodePools there are.
-  const judged = policies.length === 0 ? undefined : policies;
-  results.push(
-    nodePatternCheck(
-      'Node',
-      judged === undefined
-        ? { count: 0, findings: [] }
-        : await judgeList(api, '/api/v1/nodes', (node) => nodeFindings(node as Node, judged)),
-      policies.length,
-    ),
-  );
-  results.push(
-    nodePatternCheck(
+  // The node half of the pattern: what the policies of the ConfigMap say of the Nodes and
+  // NodePools there are, and of the RuntimeClasses, whose scheduling is merged into every pod that
+  // names one before the webhooks run (one that tolerates a group's taint hands that toleration
+  // to a tenant of another group). Each judged by the audit's own function for its rule.
+  const nodeSide = [
+    ['Node', '/api/v1/nodes', (judged: readonly TenancyPolicy[]) => (node: unknown) => nodeFindings(node as Node, judged)],
+    [
       'NodePool',
-      judged === undefined
-        ? { count: 0, findings: [] }
-        : await judgeList(api, '/apis/karpenter.sh/v1/nodepools', (nodePool) => nodePoolFindings(nodePool, judged)),
-      policies.length,
-    ),
-  );
+      '/apis/karpenter.sh/v1/nodepools',
+      (judged: readonly TenancyPolicy[]) => (pool: unknown) => nodePoolFindings(pool, judged),
+    ],
+    [
+      'RuntimeClass',
+      '/apis/node.k8s.io/v1/runtimeclasses',
+      (judged: readonly TenancyPolicy[]) => (runtimeClass: unknown) => runtimeClassFindings(runtimeClass, judged),
+    ],
+  ] as const;
+  for (const [kind, path, judgeWith] of nodeSide) {
+    const observed = policies.length === 0 ? { count: 0, findings: [] } : await judgeList(api, path, judgeWith(policies));
+    results.push(nodePatternCheck(kind, observed, policies.length));
+  }
   return results;
 }
 

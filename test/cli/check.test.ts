@@ -13,9 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { checkCommand } from '../../src/cli/check.js';
+import { auditNodeSide } from '../../src/audit/audit-rules.js';
 import type { CheckResult } from '../../src/audit/install-check.js';
+import { defaultFeatureGates } from '../../src/api/feature-gates.js';
+import { allPluginNames } from '../../src/plugins/registry.js';
+import { createPolicySet } from '../../src/tenancy/policy-set.js';
 import { runCommand } from '../support/command-io.js';
-import { labelPolicySpec, policyDocument } from '../tenancy/tenancy-fixtures.js';
+import { compilePolicy, labelPolicySpec, policyDocument } from '../tenancy/tenancy-fixtures.js';
 
 type Route = { status: number; body: unknown } | { status: number; text: string };
 
@@ -71,6 +75,7 @@ function installRoutes(overrides: Record<string, Route | undefined> = {}): Map<s
       },
     ],
     ['GET /apis/karpenter.sh/v1/nodepools', { status: 404, body: { kind: 'Status', code: 404 } }],
+    ['GET /apis/node.k8s.io/v1/runtimeclasses', { status: 200, body: { kind: 'RuntimeClassList', metadata: {}, items: [] } }],
   ]);
   for (const [key, route] of Object.entries(overrides)) {
     if (route === undefined) routes.delete(key);
@@ -164,6 +169,73 @@ describe('tolerator check against a fake API server', () => {
     const [nodePools] = byId(checks, 'nodepool-pattern');
     assert.equal(nodePools?.skipped, true);
     assert.match(nodePools.message, /does not serve karpenter\.sh\/v1 NodePools/);
+  });
+
+  const runtimeClassSpec = { ...labelPolicySpec(), runtimeClasses: { pci: ['gvisor-pci'] } };
+  const runtimeClass = (name: string, value: string): Record<string, unknown> => ({
+    apiVersion: 'node.k8s.io/v1',
+    kind: 'RuntimeClass',
+    metadata: { name },
+    handler: 'runsc',
+    scheduling: { tolerations: [{ key: 'dedicated', operator: 'Equal', value, effect: 'NoSchedule' }] },
+  });
+  /** The install with the policy that lists gvisor-pci for group pci, and these RuntimeClasses. */
+  const runtimeClassRoutes = (items: readonly unknown[]): Map<string, Route> =>
+    installRoutes({
+      'GET /api/v1/namespaces/tolerator-system/configmaps/tolerator-policies': {
+        status: 200,
+        body: { kind: 'ConfigMap', data: { 'policy.yaml': stringify(policyDocument('by-label', runtimeClassSpec)) } },
+      },
+      'GET /apis/node.k8s.io/v1/runtimeclasses': { status: 200, body: { kind: 'RuntimeClassList', metadata: {}, items } },
+    });
+
+  it("check reports a RuntimeClass whose scheduling.tolerations hand a tenant another group's toleration: runtimeclass-pattern, the audit's finding word for word", async () => {
+    // gvisor-pci is listed for pci and tolerates pci's taint (what the list is for); gvisor-gpu is
+    // listed for nobody and tolerates gpu's: every pod that names it gets gpu's toleration.
+    const items = [runtimeClass('gvisor-pci', 'pci'), runtimeClass('gvisor-gpu', 'gpu')];
+    routes = runtimeClassRoutes(items);
+    const { code, checks } = await check();
+    assert.equal(code, 1);
+    const [runtimeClasses] = byId(checks, 'runtimeclass-pattern');
+    assert.equal(runtimeClasses?.ok, false);
+    const audited = auditNodeSide(
+      [],
+      [],
+      {
+        gates: defaultFeatureGates,
+        enabled: new Set(allPluginNames),
+        policies: createPolicySet([compilePolicy('by-label', runtimeClassSpec)]).set,
+        exclusion: { names: new Set(), label: undefined },
+        all: false,
+      },
+      items,
+    );
+    assert.deepEqual(
+      audited.map(({ name, rule }) => ({ name, rule })),
+      [{ name: 'gvisor-gpu', rule: 'runtimeclass-pattern' }],
+    );
+    assert.equal(runtimeClasses.message, `1 finding on 2 RuntimeClasses: ${audited[0]!.message}`);
+    assert.match(
+      runtimeClasses.message,
+      /RuntimeClass "gvisor-gpu" scheduling\.tolerations\[0\] tolerates .*"gpu".* but is listed for no group in spec\.runtimeClasses \(policy "by-label"\)/,
+    );
+    assert.match(runtimeClasses.hint ?? '', /spec\.runtimeClasses/);
+  });
+
+  it('check passes RuntimeClasses that reach only the groups that list them, and skips them without policies', async () => {
+    routes = runtimeClassRoutes([runtimeClass('gvisor-pci', 'pci')]);
+    const [clean] = byId((await check()).checks, 'runtimeclass-pattern');
+    assert.deepEqual(clean, {
+      id: 'runtimeclass-pattern',
+      ok: true,
+      message: "of 1 RuntimeClass, none reaches a group's nodes unless spec.runtimeClasses lists it for that group",
+    });
+    routes = installRoutes({
+      'GET /api/v1/namespaces/tolerator-system/configmaps/tolerator-policies': { status: 200, body: { kind: 'ConfigMap', data: {} } },
+    });
+    const [skipped] = byId((await check()).checks, 'runtimeclass-pattern');
+    assert.equal(skipped?.skipped, true);
+    assert.match(skipped.message, /^no TenancyPolicy in the ConfigMap: the RuntimeClasses were not checked/);
   });
 
   it('check reports NodePools that break the pattern, by name, where Karpenter is installed', async () => {

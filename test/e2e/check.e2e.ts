@@ -112,6 +112,7 @@ describe('tolerator check', { skip }, () => {
       'tenancy',
       'feature-gates',
       'policies',
+      'runtimeclass-pattern',
     ]) {
       assert.ok(byId(json.checks, id)?.ok === true && byId(json.checks, id)?.skipped !== true, `${id}: ${json.output}`);
     }
