@@ -15,7 +15,7 @@ import { notReviewedByShippedWebhooks } from '../api/shipped-webhook-scope.js';
 import { isJsonObject, type JsonObject, type NodeSelectorRequirement, type Toleration } from '../api/types.js';
 import { terminalSafe } from '../audit/audit-summary.js';
 import { offlineAttributes } from '../plugins/admission-request.js';
-import { pluginExplanation } from '../plugins/registry.js';
+import { apiServerValidationPlugins, pluginExplanation } from '../plugins/registry.js';
 import type { PolicySet } from '../tenancy/policy-set.js';
 import type { CommandDefinition, CommandIo } from './command.js';
 import { UsageError, type FlagSpec, type ParsedFlags } from './flags.js';
@@ -281,9 +281,12 @@ export function explanationLines(explanation: Explanation): string[] {
   }
   if (explanation.kind !== 'DeviceTaintRule') {
     lines.push(
-      explanation.group === undefined
-        ? `  namespace ${explanation.namespace}: no ${isDeviceKind(explanation.kind) ? 'device' : 'node'} group`
-        : `  namespace ${explanation.namespace}: group "${explanation.group}" (policy ${explanation.policy ?? ''})`,
+      explanation.group !== undefined
+        ? `  namespace ${explanation.namespace}: group "${explanation.group}" (policy ${explanation.policy ?? ''})`
+        : (apiServerValidationPlugins as readonly (string | undefined)[]).includes(explanation.deniedBy)
+          ? // DedicatedNodes judges a claim on the validating side only, after the API server's validation, which refused it first.
+            `  namespace ${explanation.namespace}: not judged for a group: the API server's own validation refuses the object before any validating webhook`
+          : `  namespace ${explanation.namespace}: no ${isDeviceKind(explanation.kind) ? 'device' : 'node'} group`,
     );
   }
   const described = explanation.steps.flatMap((step) => [

@@ -173,14 +173,28 @@ export function selectPlugins(enable: readonly string[], disable: readonly strin
   return allPluginNames.filter((name) => (enable.includes(name) || !defaultOffPlugins.includes(name)) && !disable.includes(name));
 }
 
+/**
+ * The plugins that stand for the API server's own validation of the object (its registry
+ * strategy's Validate, answered 422 Invalid), not for an admission plugin. kube-apiserver runs
+ * that validation after every mutating admission (mutating webhooks included) and before every
+ * validating one (staging/src/k8s.io/apiserver/pkg/registry/generic/registry/store.go, `Create`:
+ * `rest.BeforeCreate`, then `createValidation`; `Update` alike with `rest.BeforeUpdate` and
+ * `updateValidation`), so an object both invalid and refused by a validating admission plugin or
+ * webhook is answered 422, and the validating webhook is never called. The validating side runs
+ * them first, so that `review` and `explain`, which run both sides, answer as the API server
+ * does; the validating webhook itself only ever sees objects that passed.
+ */
+export const apiServerValidationPlugins: readonly PluginName[] = ['TolerationValidation', 'DeviceTolerationValidation'];
+
 export function buildPlugins(config: PluginConfiguration): { mutating: MutatingPlugin[]; validating: ValidatingPlugin[] } {
   const mutating: MutatingPlugin[] = [];
-  const validating: ValidatingPlugin[] = [];
+  const validation: ValidatingPlugin[] = [];
+  const admission: ValidatingPlugin[] = [];
   for (const name of allPluginNames) {
     if (!config.enabled.includes(name)) continue;
     const built = registry[name].build(config);
     if (built?.mutating !== undefined) mutating.push(built.mutating);
-    if (built?.validating !== undefined) validating.push(built.validating);
+    if (built?.validating !== undefined) (apiServerValidationPlugins.includes(name) ? validation : admission).push(built.validating);
   }
-  return { mutating, validating };
+  return { mutating, validating: [...validation, ...admission] };
 }

@@ -128,6 +128,40 @@ describe('review answers an AdmissionReview of a DRA object as the server would'
     assert.match(response.status.message, /tolerates the device taint of group "a"/);
   });
 
+  it("a claim both invalid and foreign: 422 from the API server's own validation, not 403, on both sides and on the validating one alone", async () => {
+    // kube-apiserver validates the object after the mutating webhooks and before the validating
+    // ones (generic/registry/store.go Create: BeforeCreate, then createValidation): the invalid key
+    // is refused 422 and tolerator's validating webhook, which would say 403, is never called.
+    const invalidAndForeign = claim('team-b', [
+      { key, operator: 'Equal', value: 'a', effect: 'NoSchedule' },
+      { key: 'bad key!', operator: 'Exists', effect: 'NoSchedule' },
+    ]);
+    for (const sides of [[], ['--webhook', 'validate']]) {
+      const { code, stdout } = await runCommand(
+        reviewCommand,
+        [...common, ...sides, '-'],
+        {},
+        { stdin: reviewOf(invalidAndForeign, 'resourceclaims', []) },
+      );
+      assert.equal(code, 1, stdout);
+      const status = (JSON.parse(stdout) as { response: { status: { code: number; reason: string; message: string } } }).response.status;
+      assert.equal(status.code, 422, JSON.stringify(sides));
+      assert.equal(status.reason, 'Invalid');
+      assert.match(
+        status.message,
+        /^ResourceClaim\.resource\.k8s\.io "gpu" is invalid: spec\.devices\.requests\[0\]\.exactly\.tolerations\[1\]\.key: Invalid value: "bad key!"/,
+      );
+    }
+    const explained = await runCommand(explainCommand, [...common, '-'], {}, { stdin: stringify(invalidAndForeign) });
+    assert.equal(explained.code, 1, explained.stdout);
+    assert.match(
+      explained.stdout,
+      /^ {2}namespace team-b: not judged for a group: the API server's own validation refuses the object before any validating webhook\n {2}DeviceTolerationValidation denies: ResourceClaim\.resource\.k8s\.io "gpu" is invalid/m,
+    );
+    assert.match(explained.stdout, /result: denied by DeviceTolerationValidation$/m);
+    assert.doesNotMatch(explained.stdout, /DedicatedNodes denies/);
+  });
+
   it('a DeviceTaintRule with the group key: denied from an operator, allowed from platform-admins', async () => {
     const denied = await runCommand(
       reviewCommand,

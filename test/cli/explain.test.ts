@@ -65,6 +65,18 @@ describe('tolerator explain', () => {
     assert.equal(debug.at(-1), '  result: denied by DedicatedNodes');
   });
 
+  it("a pod both invalid and foreign is denied by the API server's validation (422), which runs before any validating webhook, not by DedicatedNodes (403)", async () => {
+    const pod =
+      "apiVersion: v1\nkind: Pod\nmetadata: { name: steal, namespace: ml }\nspec:\n  containers: [{ name: app, image: x }]\n  tolerations:\n  - { key: dedicated, operator: Equal, value: pci, effect: NoSchedule }\n  - { key: 'bad key!', operator: Exists, effect: NoSchedule }\n";
+    const lines = (await explain(pod))[0]!;
+    assert.equal(lines[1], '  namespace ml: group "gpu" (policy dedicated-by-namespace-label)');
+    assert.match(
+      lines.find((line) => line.includes('denies')) ?? '',
+      /^ {2}TolerationValidation denies: Pod "steal" is invalid: spec\.tolerations\[1\]\.key: Invalid value: "bad key!"/,
+    );
+    assert.equal(lines.at(-1), '  result: denied by TolerationValidation');
+  });
+
   it('explains a DaemonSet through its pods, which get the DaemonSet toleration set', async () => {
     const [daemonset = []] = await explain(
       [

@@ -48,6 +48,9 @@ import {
   type Manifest,
   type ToleratorOnCluster,
 } from '../cluster/tolerator-on-cluster.js';
+import { reviewCommand } from '../../src/cli/review.js';
+import { offlineReview } from '../../src/plugins/admission-request.js';
+import { runCommand } from '../support/command-io.js';
 import { callServe } from '../support/serve-process.js';
 
 function versionUnderTest(): KubernetesVersion | undefined {
@@ -669,6 +672,37 @@ describe('DRA device taints on a real control plane: validation, DeviceTaintRule
           JSON.stringify(toleration),
         );
       }
+    });
+
+    it('a claim both invalid and foreign: the API server answers 422 before its validating webhook, and offline review answers the same', async () => {
+      const invalidAndForeign = gpuClaim('steal-bad', 'team-b', 'a-0', [
+        { key: deviceGroupKey, operator: 'Equal', value: 'a', effect: 'NoSchedule' },
+        { key: 'bad key!', operator: 'Exists', effect: 'NoSchedule' },
+      ]);
+      const { code, status } = await refusal(createObject(cluster.objects, invalidAndForeign));
+      assert.equal(code, 422, status.message);
+      assert.equal(status.reason, 'Invalid');
+      // The mutating webhook was called for it, the validating one never (waited for 5 s).
+      assert.deepEqual(await cluster.reviewedSides('steal-bad', 'CREATE'), ['mutate']);
+      const state = join(dir, 'team-b.yaml');
+      writeFileSync(
+        state,
+        JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'team-b', labels: { dedicated: 'b' } } }),
+      );
+      const offline = await runCommand(
+        reviewCommand,
+        ['--policies', policies, '--cluster-state', state, '--feature-gates', 'DRADeviceTaints=true', '-'],
+        {},
+        {
+          stdin: JSON.stringify(offlineReview({ operation: 'CREATE', object: invalidAndForeign, namespace: 'team-b' }, 'u')),
+        },
+      );
+      const answer = (JSON.parse(offline.stdout) as { response: { status: { code: number; reason: string; message: string } } }).response
+        .status;
+      assert.deepEqual(
+        { code: answer.code, reason: answer.reason, message: answer.message },
+        { code, reason: status.reason, message: status.message },
+      );
     });
 
     it("the allowed claim (its own group's device taint) is allocated its group's GPU by kube-scheduler", async () => {

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createDedicatedNodes } from '../../src/plugins/dedicated-nodes.js';
-import { allPluginNames, buildPlugins, defaultOffPlugins, selectPlugins } from '../../src/plugins/registry.js';
+import { allPluginNames, apiServerValidationPlugins, buildPlugins, defaultOffPlugins, selectPlugins } from '../../src/plugins/registry.js';
 import { emptyPolicySet } from '../../src/tenancy/policy-set.js';
 
 describe('the plugin registry, the one list of plugins', () => {
@@ -33,16 +33,22 @@ describe('the plugin registry, the one list of plugins', () => {
     assert.deepEqual(
       built.validating.map((plugin) => plugin.name),
       [
+        'TolerationValidation',
+        'DeviceTolerationValidation',
         'PodNodeSelector',
         'PodTolerationRestriction',
         'DedicatedNodes',
-        'TolerationValidation',
         'DeviceTolerationRestriction',
-        'DeviceTolerationValidation',
         'DeviceTaintRuleSafety',
         'SchedulingWarnings',
       ],
     );
+  });
+
+  it("the API server's own validation runs first on the validating side: after every mutating plugin, before every validating one, as kube-apiserver's store runs BeforeCreate before createValidation", () => {
+    const validating = built.validating.map((plugin) => plugin.name);
+    assert.deepEqual(validating.slice(0, apiServerValidationPlugins.length), [...apiServerValidationPlugins]);
+    assert.deepEqual(apiServerValidationPlugins, ['TolerationValidation', 'DeviceTolerationValidation']);
   });
 
   it("PodNodeSelector runs where kube-apiserver's AllOrderedPlugins puts it: before DefaultTolerationSeconds and PodTolerationRestriction, after the DaemonSet controller's tolerations", () => {
@@ -50,9 +56,10 @@ describe('the plugin registry, the one list of plugins', () => {
     assert.ok(order.indexOf('DaemonSetTolerations') < order.indexOf('PodNodeSelector'));
     assert.ok(order.indexOf('PodNodeSelector') < order.indexOf('DefaultTolerationSeconds'));
     assert.ok(order.indexOf('DefaultTolerationSeconds') < order.indexOf('PodTolerationRestriction'));
-    // Validation (and SchedulingWarnings last) sees the nodeSelector PodNodeSelector merged.
+    // The validating side (SchedulingWarnings last) sees the nodeSelector PodNodeSelector merged;
+    // its validating part is the first admission plugin, after the API server's own validation.
     const validating = built.validating.map((plugin) => plugin.name);
-    assert.equal(validating.indexOf('PodNodeSelector'), 0);
+    assert.equal(validating.indexOf('PodNodeSelector'), apiServerValidationPlugins.length);
     assert.equal(validating.at(-1), 'SchedulingWarnings');
   });
 
