@@ -60,8 +60,17 @@ export interface ReportObject {
 
 type Outcome = 'fail' | 'warn';
 
-/** The object a result is about: a Pod, a Node, Karpenter NodePool or RuntimeClass for the node-side rules, a ResourceClaim for the claim rule. */
-function resourceOf(violation: AuditViolation): Record<string, string> {
+/**
+ * The object a finding is about: a Pod, a Node, Karpenter NodePool or RuntimeClass for the
+ * node-side rules, a ResourceClaim for the claim rule. A report's result names it, and so does the
+ * audit's Event (src/events/event-intents.ts).
+ */
+export function violationObject(violation: AuditViolation): {
+  readonly apiVersion: string;
+  readonly kind: string;
+  readonly namespace?: string;
+  readonly name: string;
+} {
   if (violation.kind === 'Node') return { apiVersion: 'v1', kind: 'Node', name: violation.name };
   if (violation.kind === 'NodePool') return { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: violation.name };
   if (violation.kind === 'RuntimeClass') return { apiVersion: 'node.k8s.io/v1', kind: 'RuntimeClass', name: violation.name };
@@ -120,7 +129,7 @@ export function buildPolicyReports(
         scored: result === 'fail',
         timestamp: { seconds, nanos: 0 },
         message: violation.message,
-        resources: [resourceOf(violation)],
+        resources: [violationObject(violation)],
         properties: { node: violation.node },
       };
     });

@@ -19,6 +19,7 @@ import { resourceKindByResource } from '../api/resource-kinds.js';
 import { clipToBytes } from '../api/text-bounds.js';
 import type { JsonObject } from '../api/types.js';
 import type { AuditViolation } from '../audit/audit-rules.js';
+import { violationObject } from '../audit/policy-reports.js';
 import type { AdmissionAttributes } from '../plugins/plugin.js';
 import { isDNS1123Subdomain } from '../validation/name-validation.js';
 
@@ -121,7 +122,8 @@ export function admissionEventFor(
 }
 
 /**
- * The audit's Event for one finding: regarding the pod, Node or NodePool it names. Its action is
+ * The audit's Event for one finding: regarding the pod, Node, NodePool, RuntimeClass or
+ * ResourceClaim it names (the object its policy report's result names). Its action is
  * the rule broken (`foreign-toleration`, …): events.k8s.io folds Events with the same type,
  * action, reason, controller and object into one series whatever their notes, and a pod that
  * breaks two rules has two findings, which must not read as one finding seen twice (found on the
@@ -130,14 +132,8 @@ export function admissionEventFor(
  */
 export function auditEventFor(violation: AuditViolation): EventIntent | undefined {
   if (!isName(violation.name) || (violation.namespace !== '' && !isName(violation.namespace))) return undefined;
-  const regarding: ObjectReference =
-    violation.kind === 'NodePool'
-      ? { apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: violation.name }
-      : violation.kind === 'Node'
-        ? { apiVersion: 'v1', kind: 'Node', name: violation.name }
-        : { apiVersion: 'v1', kind: 'Pod', namespace: violation.namespace, name: violation.name };
   return {
-    regarding,
+    regarding: violationObject(violation),
     type: 'Warning',
     reason: eventReason,
     action: violation.rule,

@@ -155,6 +155,18 @@ describe("the audit's Events", () => {
     });
   });
 
+  it('a ResourceClaim finding of the periodic audit (foreign-device-toleration) regards the ResourceClaim, not a Pod of its name', () => {
+    assert.deepEqual(
+      auditEventFor({ ...violation, kind: 'ResourceClaim', name: 'stolen', node: '', rule: 'foreign-device-toleration' })?.regarding,
+      { apiVersion: 'resource.k8s.io/v1', kind: 'ResourceClaim', namespace: 'team-a', name: 'stolen' },
+    );
+    assert.deepEqual(auditEventFor({ ...violation, namespace: '', kind: 'RuntimeClass', name: 'gvisor' })?.regarding, {
+      apiVersion: 'node.k8s.io/v1',
+      kind: 'RuntimeClass',
+      name: 'gvisor',
+    });
+  });
+
   it("a finding's key leaves its message out: the same finding with new words is the same finding", () => {
     assert.equal(findingKey(violation), findingKey({ ...violation, message: 'other words' }));
     assert.notEqual(findingKey(violation), findingKey({ ...violation, name: 'web-2' }));
