@@ -17,14 +17,13 @@
  */
 import type { ClusterFacts } from '../admission/cluster-facts.js';
 import type { AuditSettings, NamespaceExclusion } from '../audit/audit-rules.js';
-import { auditClaim, auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRuleNames, type AuditRuleName } from '../audit/audit-rules.js';
+import { auditNodeSide, auditRuleNames, isAuditRuleName, tenancyRuleNames, type AuditRuleName } from '../audit/audit-rules.js';
 import { auditJson, auditTable, auditWorkloadTable, terminalSafe, type AuditResult } from '../audit/audit-summary.js';
 import { buildPolicyReports, reportApis } from '../audit/policy-reports.js';
 import { controllerOf, groupByWorkload, workloadOf, type WorkloadFinding, type WorkloadRef } from '../audit/workloads.js';
 import { namespaceAsRead, nodeAsRead, runtimeClassAsRead } from '../api/cluster-objects.js';
 import type { Namespace, Node, ObjectMeta } from '../api/types.js';
 import { isJsonObject } from '../api/types.js';
-import { valueAt } from '../api/pod-template.js';
 import { stringify } from 'yaml';
 import { parseClusterState, staticClusterFacts } from '../kube/cluster-state-file.js';
 import { emptyPolicySet } from '../tenancy/policy-set.js';
@@ -190,14 +189,14 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
       namespace === undefined
         ? auditNodeSide(source.facts.listNodes(), await source.nodePools(note), settings, await source.runtimeClasses(note))
         : [];
-    // The allocated DRA claims (of the one namespace with -n), each judged against its Namespace as it is now.
-    for (const claim of await source.resourceClaims(note)) {
-      const claimNamespace = valueAt(claim, ['metadata', 'namespace']);
-      if (typeof claimNamespace !== 'string' || (namespace !== undefined && claimNamespace !== namespace)) continue;
-      clusterFindings.push(...auditClaim(claim, await source.facts.getNamespace(claimNamespace), settings));
-    }
     result = await runAudit(pages, source.facts, settings, {
       clusterFindings,
+      // The allocated DRA claims (of the one namespace with -n), each judged against its Namespace
+      // as it is now, by the run that judges them in the server's periodic audit.
+      claimPages:
+        namespace === undefined || admission.clusterStateFile === undefined
+          ? source.claimPages(note)
+          : inNamespace(source.claimPages(note), namespace),
       ...(rules === undefined ? {} : { rules }),
       ...(groupBy === 'workload'
         ? {
@@ -260,7 +259,7 @@ function policyReportsYaml(result: AuditResult, settings: AuditSettings, now: Da
   return reports.map((report) => stringify(report, { lineWidth: 0 })).join('---\n');
 }
 
-/** `-n NAMESPACE` on a file: the pods of one namespace, the others passed over before they are judged. */
+/** `-n NAMESPACE` on a file: the pods (or claims) of one namespace, the others passed over before they are judged. */
 function inNamespace(pages: PodPages, namespace: string): PodPages {
   const ofNamespace = (pod: unknown): boolean => isJsonObject(pod) && isJsonObject(pod.metadata) && pod.metadata.namespace === namespace;
   return (handlers) =>
@@ -286,10 +285,11 @@ interface AuditSource {
    */
   readonly nodePools: (note: (text: string) => void) => Promise<readonly unknown[]>;
   /**
-   * The DRA ResourceClaims (resource.k8s.io/v1), of every namespace or of `-n`'s; none where the API
-   * server does not serve them or the caller may not list them (then `note` says so).
+   * The DRA ResourceClaims (resource.k8s.io/v1), of every namespace or of `-n`'s, page by page;
+   * none where the API server does not serve them or the caller may not list them (then `note`
+   * says so).
    */
-  readonly resourceClaims: (note: (text: string) => void) => Promise<readonly unknown[]>;
+  readonly claimPages: (note: (text: string) => void) => PodPages;
   /** The RuntimeClasses (node.k8s.io/v1); none where the caller may not list them (then `note` says so). */
   readonly runtimeClasses: (note: (text: string) => void) => Promise<readonly unknown[]>;
 }
@@ -306,7 +306,7 @@ function fileSource(file: string, io: CommandIo): AuditSource {
     readController: (ownerNamespace, owner) => Promise.resolve(state.controllers.get(`${ownerNamespace}/${owner.kind}/${owner.name}`)),
     done: () => undefined,
     nodePools: () => Promise.resolve(state.nodePools),
-    resourceClaims: () => Promise.resolve(state.resourceClaims),
+    claimPages: () => podsAsOnePage(state.resourceClaims),
     runtimeClasses: () => Promise.resolve(state.runtimeClasses),
   };
 }
@@ -439,14 +439,21 @@ async function clusterSource(
   };
   const nodePools = (note: (text: string) => void): Promise<readonly unknown[]> =>
     listIfServed('/apis/karpenter.sh/v1/nodepools', 'Karpenter NodePools', note);
-  const resourceClaims = (note: (text: string) => void): Promise<readonly unknown[]> =>
-    listIfServed(
-      namespace === undefined
-        ? '/apis/resource.k8s.io/v1/resourceclaims'
-        : `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/resourceclaims`,
-      'ResourceClaims',
-      note,
-    );
+  // Judged as they arrive and dropped (src/server/audit-run.ts), as the server's audit reads them.
+  const claimPages =
+    (note: (text: string) => void): PodPages =>
+    async (handlers) => {
+      const path =
+        namespace === undefined
+          ? '/apis/resource.k8s.io/v1/resourceclaims'
+          : `/apis/resource.k8s.io/v1/namespaces/${encodeURIComponent(namespace)}/resourceclaims`;
+      const probe = await probeList(request, path);
+      if (!probe.listable) {
+        if (probe.why === 'forbidden') note(`ResourceClaims not audited: ${probe.message}`);
+        return;
+      }
+      await listInPages(request, path, options, handlers);
+    };
   // RuntimeClasses are served by every supported API server (node.k8s.io/v1 since 1.20); kept as
   // the informer keeps them.
   const runtimeClasses = (note: (text: string) => void): Promise<readonly unknown[]> =>
@@ -455,7 +462,7 @@ async function clusterSource(
     facts,
     readController,
     nodePools,
-    resourceClaims,
+    claimPages,
     runtimeClasses,
     done: progress.clear,
     pages: (handlers) =>

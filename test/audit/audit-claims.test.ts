@@ -153,6 +153,15 @@ describe('tolerator audit reports allocated claims in its table, JSON and Policy
     assert.match(stdout, /1 violations in 0 of 1 pods audited and 1 ResourceClaims\.\n$/);
   });
 
+  it("-n NAMESPACE on a file audits that namespace's claims only", async () => {
+    const other = await audit([...flags, '-n', 'team-b'], { [stateFile]: state });
+    assert.equal(other.code, 0, other.stdout);
+    assert.doesNotMatch(other.stdout, /resourceclaim\/stolen/);
+    const own = await audit([...flags, '-n', 'team-a'], { [stateFile]: state });
+    assert.equal(own.code, 1, own.stdout);
+    assert.match(own.stdout, /^team-a\s+resourceclaim\/stolen\s/m);
+  });
+
   it('JSON: the violation with kind ResourceClaim', async () => {
     const { stdout } = await audit([...flags, '-o', 'json'], { [stateFile]: state });
     const parsed = JSON.parse(stdout) as {
