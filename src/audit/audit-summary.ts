@@ -44,6 +44,8 @@ export interface UndecidedPod {
   readonly namespace: string;
   readonly name: string;
   readonly message: string;
+  /** Set for an object that is not a pod: a DRA claim the run could not judge. */
+  readonly kind?: 'ResourceClaim';
 }
 
 /** How many findings of one rule (and policy, for the tenancy rules) one namespace has. */

@@ -237,7 +237,8 @@ async function audit(flags: ParsedFlags, io: CommandIo): Promise<number> {
           : auditWorkloadTable(result, workloads),
   );
   for (const pod of result.undecided) {
-    io.stderr(`tolerator audit: ${terminalSafe(`could not judge pod "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
+    const what = pod.kind === 'ResourceClaim' ? 'ResourceClaim' : 'pod';
+    io.stderr(`tolerator audit: ${terminalSafe(`could not judge ${what} "${pod.namespace}/${pod.name}": ${pod.message}`)}\n`);
   }
   if (result.undecided.length > 0) return 2;
   return result.violations.length > 0 ? 1 : 0;

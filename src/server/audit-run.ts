@@ -47,7 +47,7 @@ export interface AuditRunOptions {
    * The DRA ResourceClaims, page by page after the pods (the periodic audit's list), each judged by
    * auditClaim against its Namespace as it is now and forgotten: only the findings are kept, as
    * for the pods. A claim too large to read, or whose namespace a policy cannot be evaluated for,
-   * is undecided (its name `resourceclaim/NAME`) but counts as no pod audited.
+   * is undecided (with `kind: 'ResourceClaim'`) but counts as no pod audited.
    */
   readonly claimPages?: PodPages;
 }
@@ -137,7 +137,7 @@ export async function runAudit(
             claims.addClusterFindings(kept(auditClaim(claim, namespace === '' ? undefined : await namespaceOf(namespace), settings)));
           } catch (error) {
             if (!(error instanceof PolicyEvaluationError)) throw error;
-            claims.addUndecided({ namespace, name: `resourceclaim/${name}`, message: error.message });
+            claims.addUndecided({ namespace, name, kind: 'ResourceClaim', message: error.message });
           }
         }),
     });
@@ -167,11 +167,12 @@ async function eachItem(
   }
 }
 
-/** An object the list stepped over (src/kube/paged-list.ts): undecided, named (a claim as `resourceclaim/NAME`). */
+/** An object the list stepped over (src/kube/paged-list.ts): undecided, named. */
 function tooLargeToRead(resource: 'pod' | 'resourceclaim', { namespace, name, maxBytes }: SkippedItem): UndecidedPod {
   return {
     namespace,
-    name: resource === 'pod' ? name : `${resource}/${name}`,
+    name,
+    ...(resource === 'pod' ? {} : { kind: 'ResourceClaim' as const }),
     message: `${resource} "${namespace}/${name}" is more than ${maxBytes} bytes of JSON as the API server sends it, the most one object can be: it was not read, and not judged`,
   };
 }

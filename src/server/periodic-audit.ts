@@ -277,7 +277,10 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       'audit completed',
     );
     for (const pod of result.undecided.slice(0, 10)) {
-      logger.warn({ namespace: pod.namespace, pod: pod.name, error: pod.message }, 'audit could not judge a pod');
+      logger.warn(
+        { namespace: pod.namespace, [pod.kind === 'ResourceClaim' ? 'resourceClaim' : 'pod']: pod.name, error: pod.message },
+        `audit could not judge a ${pod.kind === 'ResourceClaim' ? 'ResourceClaim' : 'pod'}`,
+      );
     }
     await publishReports(result, settings);
     options.onCompleted?.(result);

@@ -5,7 +5,7 @@
  */
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
@@ -160,6 +160,30 @@ describe('tolerator audit reports allocated claims in its table, JSON and Policy
     const own = await audit([...flags, '-n', 'team-a'], { [stateFile]: state });
     assert.equal(own.code, 1, own.stdout);
     assert.match(own.stdout, /^team-a\s+resourceclaim\/stolen\s/m);
+  });
+
+  it('a claim whose namespace the policy cannot be evaluated for: could not judge ResourceClaim, exit 2', async () => {
+    const broken = join(dir, 'broken');
+    mkdirSync(broken, { recursive: true });
+    // No optional: a namespace without the label is an evaluation error, not "no group".
+    writeFileSync(
+      join(broken, 'gpus.yaml'),
+      stringify(policyDocument('gpus', { ...deviceSpec, group: "namespaceObject.metadata.labels['dedicated']" })),
+    );
+    const unlabelled = JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        namespace('plain'),
+        { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'team-a' }, spec: { containers: [{ name: 'c', image: 'i' }] } },
+        allocatedClaim('orphan', 'plain', [{ key, operator: 'Exists', effect: 'NoSchedule' }]),
+      ],
+    });
+    const { code, stderr } = await audit(['--cluster-state', stateFile, '--policies', broken, '--rule', 'foreign-device-toleration'], {
+      [stateFile]: unlabelled,
+    });
+    assert.equal(code, 2, stderr);
+    assert.match(stderr, /^tolerator audit: could not judge ResourceClaim "plain\/orphan": /m);
   });
 
   it('JSON: the violation with kind ResourceClaim', async () => {

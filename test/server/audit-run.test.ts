@@ -128,7 +128,7 @@ describe("an audit run reads DRA claims after the pods (the periodic audit's cla
     assert.equal(result.counts.find((count) => count.rule === 'foreign-device-toleration')?.count, 30);
   });
 
-  it('a claim too large to read is undecided as resourceclaim/NAME, and the run goes on', async () => {
+  it('a claim too large to read is undecided as a ResourceClaim, and the run goes on', async () => {
     const result = await runAudit(podsAsOnePage([]), teamFacts, deviceSettings, {
       claimPages: async ({ onPage, onSkipped }) => {
         onSkipped({ namespace: 'team-a', name: 'huge', maxBytes: 100 });
@@ -136,9 +136,10 @@ describe("an audit run reads DRA claims after the pods (the periodic audit's cla
       },
     });
     assert.deepEqual(
-      result.undecided.map(({ namespace: ns, name }) => `${ns}/${name}`),
-      ['team-a/resourceclaim/huge'],
+      result.undecided.map(({ namespace: ns, name, kind }) => ({ ns, name, kind })),
+      [{ ns: 'team-a', name: 'huge', kind: 'ResourceClaim' }],
     );
+    assert.match(result.undecided[0]!.message, /^resourceclaim "team-a\/huge" is more than 100 bytes of JSON/);
     assert.equal(result.summary.undecided, 1);
     assert.equal(result.summary.audited, 0);
     assert.equal(result.violations.length, 1);
