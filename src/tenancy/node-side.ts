@@ -21,6 +21,9 @@
  *   (else any one of them); `Exists`, `NotIn`, `Gt`/`Lt`/`Gte`/`Lte` are complements, and
  *   `Any()` gives whatever value a pending pod requires, else a random integer within the bounds:
  *   such a NodePool makes nodes for every group. `DoesNotExist` labels nothing.
+ * - two labels are Karpenter's own, assigned over whatever the template says of their keys
+ *   (NewNodeClaimTemplate): `karpenter.sh/nodepool=<the NodePool's name>` and the NodeClass's,
+ *   `<nodeClassRef.group>/<strings.ToLower(nodeClassRef.kind)>=<nodeClassRef.name>`;
  * - `spec.template.spec.taints` are put on every node; `startupTaints` only until a daemon removes
  *   them after start (pkg/apis/v1/nodepool.go, NodeClaimTemplateSpec), so they protect nothing.
  *
@@ -30,6 +33,7 @@
  * CRD schema before it reaches a webhook (at most 100 requirements); a NodePool posted to the
  * port directly may hold anything, so a field of the wrong type is skipped, never trusted.
  */
+import { goToLower } from '../api/go-strings.js';
 import { clipText, spellOut } from '../api/text-bounds.js';
 import { isJsonObject, type Node } from '../api/types.js';
 import type { TenancyPolicy } from './policy.js';
@@ -46,6 +50,16 @@ export interface NodeSideFinding {
 
 /** Karpenter's label of the NodePool a node came from (pkg/apis/v1/labels.go, NodePoolLabelKey): set on every node, from the NodePool's name. */
 export const nodePoolLabelKey = 'karpenter.sh/nodepool';
+
+/**
+ * The label Karpenter puts on every node of a NodePool from its NodeClass (pkg/apis/v1/labels.go,
+ * NodeClassLabelKey: `<group>/<strings.ToLower(kind)>`, e.g. `karpenter.k8s.aws/ec2nodeclass`),
+ * whose value is `nodeClassRef.name`; '' when the reference is incomplete.
+ */
+export function nodeClassLabelKey(nodeClassRef: unknown): string {
+  if (!isJsonObject(nodeClassRef) || typeof nodeClassRef.group !== 'string' || typeof nodeClassRef.kind !== 'string') return '';
+  return nodeClassRef.group === '' || nodeClassRef.kind === '' ? '' : `${nodeClassRef.group}/${goToLower(nodeClassRef.kind)}`;
+}
 
 /** 63: the longest label value; a longer value from a hostile object is clipped to it in messages. */
 const shownValueChars = 63;
@@ -90,15 +104,21 @@ export function nodePoolFindings(nodePool: unknown, policies: readonly TenancyPo
   const taints = Array.isArray(templateSpec.taints) ? (templateSpec.taints as unknown[]) : [];
   const startupTaints = Array.isArray(templateSpec.startupTaints) ? (templateSpec.startupTaints as unknown[]) : [];
   const subject = `NodePool ${show(name)}`;
+  const nodeClassRef = isJsonObject(templateSpec.nodeClassRef) ? templateSpec.nodeClassRef : {};
+  const nodeClassName = typeof nodeClassRef.name === 'string' ? nodeClassRef.name : '';
+  // NewNodeClaimTemplate (pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go) assigns
+  // these two labels over the template's: whatever the labels and requirements say of their keys,
+  // every node carries the NodePool's name and its NodeClass's name.
+  const derived = (group: string, field: string): GroupLabel => (group === '' ? { kind: 'none' } : { kind: 'group', group, field });
+  const groupLabel = (key: string): GroupLabel =>
+    key === nodePoolLabelKey
+      ? derived(name, 'metadata.name')
+      : key === nodeClassLabelKey(nodeClassRef)
+        ? derived(nodeClassName, `${templatePath}.spec.nodeClassRef.name`)
+        : groupLabelOfTemplate(labels, requirements, key);
   const findings: NodeSideFinding[] = [];
   for (const policy of policies) {
-    const label =
-      policy.nodeLabel === nodePoolLabelKey
-        ? // Karpenter labels every node with its NodePool's name, and refuses the key in labels and requirements.
-          name === ''
-          ? ({ kind: 'none' } as const)
-          : ({ kind: 'group', group: name, field: 'metadata.name' } as const)
-        : asGroups(policy, groupLabelOfTemplate(labels, requirements, policy.nodeLabel));
+    const label = asGroups(policy, groupLabel(policy.nodeLabel));
     const keyed = keyedTaints(taints, policy.taint.key, taintsPath);
     const startup = keyedTaints(startupTaints, policy.taint.key, startupTaintsPath);
     const report = (field: string, text: string): void => {

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { nodeClassLabelKey } from '../../src/tenancy/node-side.js';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { skipWithoutKarpenter } from '../cluster/karpenter-binaries.js';
 import { KARPENTER_KWOK_NODE_SELECTOR, KWOK_NODE_CLASS_REF, startKarpenter, type Karpenter } from '../cluster/karpenter.js';
@@ -225,6 +226,9 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
       const node = await boundNode(namespace, name);
       assert.equal(node.metadata.labels?.[NODEPOOL_LABEL], pool, `${namespace}/${name} is on ${node.metadata.name}`);
       assert.equal(node.metadata.labels.dedicated, group);
+      // Karpenter's second label of its own, its NodeClass's, which src/tenancy/node-side.ts reads
+      // as a group label when a policy names that key: karpenter.kwok.sh/kwoknodeclass=default.
+      assert.equal(node.metadata.labels[nodeClassLabelKey(KWOK_NODE_CLASS_REF)], KWOK_NODE_CLASS_REF.name);
       // Karpenter put the NodePool's taint on the node when it registered it (and lifted its own
       // karpenter.sh/unregistered): the group's taint and nothing of another group.
       const groupTaints = (node.spec.taints ?? []).filter((taint) => taint.key === 'dedicated');

@@ -220,6 +220,66 @@ describe('node-side: a NodePool a group names serves exactly that group (spec.no
   });
 });
 
+describe('node-side: labels Karpenter derives from the NodePool itself (redteam6)', () => {
+  const kwokClassLabel = 'karpenter.kwok.sh/kwoknodeclass';
+  const byClass = compilePolicy('by-class', { ...labelPolicySpec(), nodeLabel: kwokClassLabel });
+  const withClass = (name: string, className: string, parts: TemplateParts = {}): JsonObject => {
+    const pool = nodePool(name, parts);
+    const spec = (pool.spec as JsonObject).template as JsonObject;
+    ((spec.spec as JsonObject).nodeClassRef as JsonObject).name = className;
+    return pool;
+  };
+
+  it("the NodeClass label: every node carries <nodeClassRef.group>/<lowercased kind>=<nodeClassRef.name> (NewNodeClaimTemplate), so a NodePool of group pci's NodeClass without pci's taint is a finding", () => {
+    const findings = nodePoolFindings(withClass('tenant-pool', 'pci'), [byClass]);
+    assert.deepEqual(
+      findings.map((finding) => finding.field),
+      ['spec.template.spec.nodeClassRef.name'],
+    );
+    assert.match(
+      findings[0]?.message ?? '',
+      /^NodePool "tenant-pool" spec\.template\.spec\.nodeClassRef\.name: labels its nodes for group "pci" \(karpenter\.kwok\.sh\/kwoknodeclass=pci\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    assert.deepEqual(nodePoolFindings(withClass('tenant-pool', 'pci', { taints: [pciTaint] }), [byClass]), []);
+  });
+
+  it('the NodeClass label: a template label or requirement on the key does not change it (Karpenter assigns the NodeClass name over them)', () => {
+    const pool = withClass('tenant-pool', 'pci', { labels: { [kwokClassLabel]: 'web' }, taints: [{ ...pciTaint, value: 'web' }] });
+    const fields = nodePoolFindings(pool, [byClass]).map((finding) => finding.field);
+    assert.deepEqual(fields, ['spec.template.spec.nodeClassRef.name', 'spec.template.spec.taints[0]']);
+  });
+
+  it('the NodeClass label: the kind is lowercased as Go strings.ToLower does (an EC2NodeClass gives karpenter.k8s.aws/ec2nodeclass)', () => {
+    const byEc2 = compilePolicy('by-ec2', { ...labelPolicySpec(), nodeLabel: 'karpenter.k8s.aws/ec2nodeclass' });
+    const pool = nodePool('tenant-pool');
+    (((pool.spec as JsonObject).template as JsonObject).spec as JsonObject).nodeClassRef = {
+      group: 'karpenter.k8s.aws',
+      kind: 'EC2NodeClass',
+      name: 'pci',
+    };
+    assert.deepEqual(
+      nodePoolFindings(pool, [byEc2]).map((finding) => finding.field),
+      ['spec.template.spec.nodeClassRef.name'],
+    );
+  });
+
+  it('the NodePool name under spec.nodeLabelValues: NodePool pci-a of group pci carries the group taint dedicated=pci, as its Nodes are judged', () => {
+    const byPool = compilePolicy('by-pool-values', {
+      ...labelPolicySpec(),
+      nodeLabel: 'karpenter.sh/nodepool',
+      nodeLabelValues: { pci: ['pci-a', 'pci-b'] },
+    });
+    assert.deepEqual(nodePoolFindings(nodePool('pci-a', { taints: [pciTaint] }), [byPool]), []);
+    const [finding] = nodePoolFindings(nodePool('pci-a', { taints: [{ ...pciTaint, value: 'pci-a' }] }), [byPool]);
+    assert.match(
+      finding?.message ?? '',
+      /labels its nodes for group "pci" \(karpenter\.sh\/nodepool=pci-a\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    // The Node Karpenter makes from it is judged the same way.
+    assert.deepEqual(nodeFindings(node('pci-a-1', { 'karpenter.sh/nodepool': 'pci-a' }, [pciTaint]), [byPool]), []);
+  });
+});
+
 describe('node-side: a Node carries its group label and taint together', () => {
   const cases: {
     name: string;
