@@ -138,7 +138,12 @@ export function nodePoolFindings(nodePool: unknown, policies: readonly TenancyPo
  * what Karpenter's step-by-step intersection gives (each step only narrows, and bounds filter a
  * concrete set whenever they meet it).
  */
-function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: readonly unknown[], key: string): GroupLabel {
+function groupLabelOfTemplate(
+  labels: Record<string, unknown>,
+  requirements: readonly unknown[],
+  key: string,
+  paths: { readonly labels: string; readonly requirements: string } = { labels: labelsPath, requirements: requirementsPath },
+): GroupLabel {
   let concrete: Set<string> | undefined;
   let concreteField = '';
   let excluded: Set<string> | undefined;
@@ -162,7 +167,7 @@ function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: rea
     const requirement = requirements[index];
     if (!isJsonObject(requirement) || requirement.key !== key) continue;
     seen = true;
-    const field = `${requirementsPath}[${index}]`;
+    const field = `${paths.requirements}[${index}]`;
     const operator = typeof requirement.operator === 'string' ? requirement.operator : '';
     const values = Array.isArray(requirement.values) ? (requirement.values as unknown[]) : [];
     switch (operator) {
@@ -203,7 +208,7 @@ function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: rea
   }
   const label = labels[key];
   const metadataLabel = typeof label === 'string' ? label : undefined;
-  const labelField = `${labelsPath}[${key}]`;
+  const labelField = `${paths.labels}[${key}]`;
   if (metadataLabel !== undefined) {
     seen = true;
     intersect(new Set([metadataLabel]), labelField);
@@ -307,10 +312,17 @@ function judgePair(
   keyed: readonly KeyedTaint[],
   startup: readonly KeyedTaint[],
   report: Report,
-  kind: 'NodePool' | 'Node',
+  kind: 'NodePool' | 'NodeClaim' | 'Node',
 ): void {
+  const its = kind === 'NodePool' ? 'its nodes' : kind === 'NodeClaim' ? 'its node' : 'the node';
+  const them = kind === 'NodePool' ? 'them' : 'it';
   const { key, effect } = policy.taint;
-  if (label.kind === 'any') {
+  if (kind === 'NodeClaim' && (label.kind === 'any' || label.kind === 'several')) {
+    report(
+      label.field,
+      `the requirement on the group label ${policy.nodeLabel} is not a single value, so which group the node is labelled for (if any) is the provider's choice: a NodeClaim makes one node of one group; require ${policy.nodeLabel} In [<group>] with one value and taint ${key}=<group>:${effect}, or DoesNotExist for a node of no group`,
+    );
+  } else if (label.kind === 'any') {
     report(
       label.field,
       `the requirement ${policy.nodeLabel} ${label.operator === '' ? '(no operator)' : clipText(label.operator, shownValueChars)} on the group label lets Karpenter give each node whatever value of it a pending pod requires, else a random integer (Requirement.Any, pkg/scheduling/requirement.go): this NodePool would make nodes for every group. A NodePool serves one group: require ${policy.nodeLabel} In [<group>] with one value and taint ${key}=<group>:${effect}, or DoesNotExist for a NodePool of no group`,
@@ -326,12 +338,12 @@ function judgePair(
   if (label.kind === 'group' && group !== undefined && !groupTaints.some((taint) => taint.value === group)) {
     const inStartup = startup.find((taint) => taint.value === group && taint.effect === effect);
     const fix =
-      kind === 'NodePool'
-        ? `add {key: ${key}, value: ${show(group)}, effect: ${effect}} to ${taintsPath}`
-        : `taint it: kubectl taint node <name> ${key}=${clipText(group, shownValueChars)}:${effect}`;
+      kind === 'Node'
+        ? `taint it: kubectl taint node <name> ${key}=${clipText(group, shownValueChars)}:${effect}`
+        : `add {key: ${key}, value: ${show(group)}, effect: ${effect}} to ${kind === 'NodePool' ? taintsPath : 'spec.taints'}`;
     report(
       label.field,
-      `labels ${kind === 'NodePool' ? 'its nodes' : 'the node'} for group ${show(group)} (${policy.nodeLabel}=${clipText(label.value ?? group, shownValueChars)}) without the group's taint ${key}=${clipText(group, shownValueChars)}:${effect}: any pod of the cluster may run there, while the label only draws the group's own pods; ${fix}${
+      `labels ${its} for group ${show(group)} (${policy.nodeLabel}=${clipText(label.value ?? group, shownValueChars)}) without the group's taint ${key}=${clipText(group, shownValueChars)}:${effect}: any pod of the cluster may run there, while the label only draws the group's own pods; ${fix}${
         inStartup === undefined
           ? ''
           : ` (${inStartup.field} does not count: Karpenter's startupTaints are removed once the node has started)`
@@ -344,10 +356,8 @@ function judgePair(
     const [first] = foreign as [KeyedTaint];
     report(
       first.field,
-      `taints ${kind === 'NodePool' ? 'its nodes' : 'the node'} for ${spellOut(foreign, (taint) => `group ${show(taint.value)}`, ', ', 'groups')} but ${
-        group === undefined
-          ? `does not label ${kind === 'NodePool' ? 'them' : 'it'} for it`
-          : `labels ${kind === 'NodePool' ? 'them' : 'it'} for group ${show(group)}`
+      `taints ${its} for ${spellOut(foreign, (taint) => `group ${show(taint.value)}`, ', ', 'groups')} but ${
+        group === undefined ? `does not label ${them} for it` : `labels ${them} for group ${show(group)}`
       } (${policy.nodeLabel}): the group's pods require the label, so the node serves none of them. A node of group G carries both ${policy.nodeLabel}=G and ${key}=G:${effect}, and one group only`,
     );
   }
@@ -394,6 +404,49 @@ function judgeNaming(policy: TenancyPolicy, name: string, label: GroupLabel, rep
       `labels its nodes for group ${show(group)}, which names its NodePools in TenancyPolicy spec.nodePools (${spellOut(ownNodePools, show, ', ', 'NodePools')}), and this one is not among them: add it there, or let it serve no group`,
     );
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// NodeClaims written directly
+
+/**
+ * The findings of one `karpenter.sh/v1` NodeClaim under every policy. Karpenter launches every
+ * NodeClaim whose NodeClass its provider serves (pkg/utils/nodeclaim IsManaged), not only those it
+ * made from a NodePool, and the Node carries the NodeClaim's `metadata.labels` (registration's
+ * syncNode), its single-value `In` requirements (the KWOK provider's addInstanceLabels) and its
+ * `spec.taints`; `startupTaints` are lifted after start as a NodePool's. So a NodeClaim written
+ * by hand is a NodePool of one node, judged by the same rules (a requirement that is not a single
+ * value is judged as in a NodePool: the provider may resolve it to any group). `spec.nodePools`
+ * names NodePools, not NodeClaims, and is left to the Node's own check (nodeFindings).
+ */
+export function nodeClaimFindings(nodeClaim: unknown, policies: readonly TenancyPolicy[]): NodeSideFinding[] {
+  const metadata = isJsonObject(nodeClaim) && isJsonObject(nodeClaim.metadata) ? nodeClaim.metadata : {};
+  const name = typeof metadata.name === 'string' ? metadata.name : '';
+  const spec = isJsonObject(nodeClaim) && isJsonObject(nodeClaim.spec) ? nodeClaim.spec : {};
+  const labels = isJsonObject(metadata.labels) ? metadata.labels : {};
+  const requirements = Array.isArray(spec.requirements) ? (spec.requirements as unknown[]) : [];
+  const taints = Array.isArray(spec.taints) ? (spec.taints as unknown[]) : [];
+  const startupTaints = Array.isArray(spec.startupTaints) ? (spec.startupTaints as unknown[]) : [];
+  const subject = `NodeClaim ${show(name)}`;
+  const findings: NodeSideFinding[] = [];
+  for (const policy of policies) {
+    const label = asGroups(
+      policy,
+      groupLabelOfTemplate(labels, requirements, policy.nodeLabel, { labels: 'metadata.labels', requirements: 'spec.requirements' }),
+    );
+    const report = (field: string, text: string): void => {
+      findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
+    };
+    judgePair(
+      policy,
+      label,
+      keyedTaints(taints, policy.taint.key, 'spec.taints'),
+      keyedTaints(startupTaints, policy.taint.key, 'spec.startupTaints'),
+      report,
+      'NodeClaim',
+    );
+  }
+  return findings;
 }
 
 // ---------------------------------------------------------------------------------------------

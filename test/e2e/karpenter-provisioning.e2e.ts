@@ -463,6 +463,61 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
     for (const name of Object.keys(shapes)) await cluster.objects.delete(pod(name, 'unreviewed'));
   });
 
+  it('standalone NodeClaim: one written by hand that labels its node for a group without the taint is refused by kube-apiserver; with the taint Karpenter launches it (IsManaged: any NodeClaim of its NodeClass), and the Node carries its label and taint', async () => {
+    const pciTaint = { key: 'dedicated', value: 'pci', effect: 'NoSchedule' };
+    const claim = (name: string, taints: unknown[]): Manifest => ({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name, labels: { dedicated: 'pci' } },
+      spec: {
+        nodeClassRef: KWOK_NODE_CLASS_REF,
+        // The KWOK provider launches a NodeClaim only with an instance-type requirement ("instance
+        // type requirement not found" otherwise); Karpenter writes it into the NodeClaims it makes.
+        requirements: [
+          { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['c-1x-amd64-linux'] },
+          { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        ],
+        taints,
+      },
+    });
+    const refused = await refusal(createObject(cluster.objects, claim('pci-by-hand-untainted', [])));
+    assert.equal(refused.code, 403, JSON.stringify(refused.status));
+    assert.match(
+      refused.status.message ?? '',
+      /^admission webhook "validate-nodepools\.tolerator\.dev" denied the request: .*NodeClaim "pci-by-hand-untainted" metadata\.labels\[dedicated\]: labels its node for group "pci" \(dedicated=pci\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    const paired = claim('pci-by-hand', [pciTaint]);
+    await createObject(cluster.objects, paired);
+    let seen: unknown;
+    const node = await pollUntil(
+      'the Node Karpenter launched for NodeClaim pci-by-hand',
+      async () => {
+        const list = plain(
+          await cluster.objects.list(
+            'v1',
+            'Node',
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            undefined,
+            'kubernetes.io/hostname=pci-by-hand',
+          ),
+        ) as { items: StoredNode[] };
+        seen = list.items.map((item) => ({ labels: item.metadata.labels, taints: item.spec.taints }));
+        // Registered: Karpenter has lifted karpenter.sh/unregistered and synced the NodeClaim's taints.
+        return list.items.find((item) => item.metadata.labels?.['karpenter.sh/registered'] === 'true');
+      },
+      { timeoutMs: 90_000, describe: () => `${JSON.stringify(seen)}; karpenter log:\n${karpenter.tail(15)}` },
+    );
+    assert.equal(node.metadata.labels?.dedicated, 'pci');
+    assert.deepEqual(
+      (node.spec.taints ?? []).filter((taint) => taint.key === 'dedicated'),
+      [pciTaint],
+    );
+    await cluster.objects.delete(paired);
+  });
+
   /** The names of the Nodes made from `pool`. */
   async function nodesOf(pool: string): Promise<string[]> {
     const list = plain(

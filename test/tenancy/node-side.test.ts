@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import assert from 'node:assert/strict';
 import type { JsonObject } from '../../src/api/types.js';
-import { nodeFindings, nodePoolFindings } from '../../src/tenancy/node-side.js';
+import { nodeClaimFindings, nodeFindings, nodePoolFindings } from '../../src/tenancy/node-side.js';
 import { compilePolicy, labelPolicySpec, node } from './tenancy-fixtures.js';
 
 const policy = compilePolicy('by-label');
@@ -278,6 +278,59 @@ describe('node-side: labels Karpenter derives from the NodePool itself (redteam6
     // The Node Karpenter makes from it is judged the same way.
     assert.deepEqual(nodeFindings(node('pci-a-1', { 'karpenter.sh/nodepool': 'pci-a' }, [pciTaint]), [byPool]), []);
   });
+});
+
+describe('node-side: a NodeClaim written directly (redteam6: Karpenter launches any NodeClaim of a NodeClass it serves, IsManaged)', () => {
+  const nodeClaim = (parts: TemplateParts): JsonObject => ({
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: { name: 'static-1', labels: parts.labels ?? {} },
+    spec: {
+      nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+      requirements: parts.requirements ?? [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+      taints: parts.taints ?? [],
+      ...(parts.startupTaints === undefined ? {} : { startupTaints: parts.startupTaints }),
+    },
+  });
+  const cases: { name: string; claim: JsonObject; fields: string[]; says?: RegExp }[] = [
+    { name: 'a NodeClaim of no group', claim: nodeClaim({}), fields: [] },
+    { name: 'labelled and tainted for its group', claim: nodeClaim({ labels: { dedicated: 'pci' }, taints: [pciTaint] }), fields: [] },
+    {
+      name: 'a NodeClaim labelled for a group without its taint',
+      claim: nodeClaim({ labels: { dedicated: 'pci' } }),
+      fields: ['metadata.labels[dedicated]'],
+      says: /^NodeClaim "static-1" metadata\.labels\[dedicated\]: labels its node for group "pci" \(dedicated=pci\) without the group's taint dedicated=pci:NoSchedule: .*add \{key: dedicated, value: "pci", effect: NoSchedule\} to spec\.taints \(policy "by-label"\)$/,
+    },
+    {
+      name: 'a NodeClaim whose single-value In requirement labels its node (the provider copies it), without the taint',
+      claim: nodeClaim({ requirements: [pciIn] }),
+      fields: ['spec.requirements[0]'],
+      says: /labels its node for group "pci"/,
+    },
+    {
+      name: "a NodeClaim with the group's taint only in startupTaints",
+      claim: nodeClaim({ labels: { dedicated: 'pci' }, startupTaints: [pciTaint] }),
+      fields: ['metadata.labels[dedicated]'],
+      says: /spec\.startupTaints\[0\] does not count/,
+    },
+    {
+      name: 'a NodeClaim tainted for a group it does not label',
+      claim: nodeClaim({ taints: [pciTaint] }),
+      fields: ['spec.taints[0]'],
+      says: /^NodeClaim "static-1" spec\.taints\[0\]: taints its node for group "pci" but does not label it for it/,
+    },
+  ];
+  for (const { name, claim, fields, says } of cases) {
+    it(name, () => {
+      const findings = nodeClaimFindings(claim, [policy]);
+      assert.deepEqual(
+        findings.map((finding) => finding.field),
+        fields,
+        findings.map((finding) => finding.message).join('\n'),
+      );
+      if (says !== undefined) assert.match(findings.map((finding) => finding.message).join('\n'), says);
+    });
+  }
 });
 
 describe('node-side: a Node carries its group label and taint together', () => {
