@@ -48,6 +48,9 @@ export interface NodeSideFinding {
   readonly message: string;
 }
 
+/** Karpenter's label that keeps a NodeClaim's taints off its Node (pkg/apis/v1/labels.go, NodeDoNotSyncTaintsLabelKey). */
+const doNotSyncTaintsLabelKey = 'karpenter.sh/do-not-sync-taints';
+
 /** Karpenter's label of the NodePool a node came from (pkg/apis/v1/labels.go, NodePoolLabelKey): set on every node, from the NodePool's name. */
 export const nodePoolLabelKey = 'karpenter.sh/nodepool';
 
@@ -313,6 +316,8 @@ function judgePair(
   startup: readonly KeyedTaint[],
   report: Report,
   kind: 'NodePool' | 'NodeClaim' | 'Node',
+  /** Why taints the object holds do not reach the node, added to the missing-taint finding. */
+  taintsDropped?: string,
 ): void {
   const its = kind === 'NodePool' ? 'its nodes' : kind === 'NodeClaim' ? 'its node' : 'the node';
   const them = kind === 'NodePool' ? 'them' : 'it';
@@ -347,7 +352,7 @@ function judgePair(
         inStartup === undefined
           ? ''
           : ` (${inStartup.field} does not count: Karpenter's startupTaints are removed once the node has started)`
-      }`,
+      }${taintsDropped === undefined ? '' : ` (${taintsDropped})`}`,
     );
   }
   // With a label of several or any groups, the finding above says it all.
@@ -428,6 +433,13 @@ export function nodeClaimFindings(nodeClaim: unknown, policies: readonly Tenancy
   const taints = Array.isArray(spec.taints) ? (spec.taints as unknown[]) : [];
   const startupTaints = Array.isArray(spec.startupTaints) ? (spec.startupTaints as unknown[]) : [];
   const subject = `NodeClaim ${show(name)}`;
+  // Registration's syncNode puts spec.taints and startupTaints on the Node unless the Node carries
+  // this label, which the provider copies from the NodeClaim's labels (the KWOK provider's
+  // addInstanceLabels): then the taints are the provider's business, and on KWOK nobody's.
+  const taintsDropped =
+    labels[doNotSyncTaintsLabelKey] === 'true'
+      ? `metadata.labels[${doNotSyncTaintsLabelKey}] is "true": Karpenter does not put spec.taints on the Node (syncNode, pkg/controllers/nodeclaim/lifecycle/registration.go)`
+      : undefined;
   const findings: NodeSideFinding[] = [];
   for (const policy of policies) {
     const label = asGroups(
@@ -440,10 +452,11 @@ export function nodeClaimFindings(nodeClaim: unknown, policies: readonly Tenancy
     judgePair(
       policy,
       label,
-      keyedTaints(taints, policy.taint.key, 'spec.taints'),
-      keyedTaints(startupTaints, policy.taint.key, 'spec.startupTaints'),
+      taintsDropped === undefined ? keyedTaints(taints, policy.taint.key, 'spec.taints') : [],
+      taintsDropped === undefined ? keyedTaints(startupTaints, policy.taint.key, 'spec.startupTaints') : [],
       report,
       'NodeClaim',
+      taintsDropped,
     );
   }
   return findings;

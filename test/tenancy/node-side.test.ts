@@ -314,6 +314,12 @@ describe('node-side: a NodeClaim written directly (redteam6: Karpenter launches 
       says: /spec\.startupTaints\[0\] does not count/,
     },
     {
+      name: 'karpenter.sh/do-not-sync-taints: a NodeClaim labelled so keeps its spec.taints off the Node (syncNode), so its group taint does not count',
+      claim: nodeClaim({ labels: { dedicated: 'pci', 'karpenter.sh/do-not-sync-taints': 'true' }, taints: [pciTaint] }),
+      fields: ['metadata.labels[dedicated]'],
+      says: /without the group's taint dedicated=pci:NoSchedule.*metadata\.labels\[karpenter\.sh\/do-not-sync-taints\] is "true": Karpenter does not put spec\.taints on the Node/,
+    },
+    {
       name: 'a NodeClaim tainted for a group it does not label',
       claim: nodeClaim({ taints: [pciTaint] }),
       fields: ['spec.taints[0]'],
