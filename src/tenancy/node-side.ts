@@ -124,9 +124,7 @@ export function nodePoolFindings(nodePool: unknown, policies: readonly TenancyPo
     const label = asGroups(policy, groupLabel(policy.nodeLabel));
     const keyed = keyedTaints(taints, policy.taint.key, taintsPath);
     const startup = keyedTaints(startupTaints, policy.taint.key, startupTaintsPath);
-    const report = (field: string, text: string): void => {
-      findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
-    };
+    const report = reporterFor(findings, subject, policy);
     judgePair(policy, label, keyed, startup, report, 'NodePool');
     judgeNaming(policy, name, label, report);
   }
@@ -303,6 +301,13 @@ function keyedTaints(taints: readonly unknown[], key: string, path: string): Key
 
 type Report = (field: string, text: string) => void;
 
+/** The Report that adds a finding of `policy` about `subject` (`NodePool "pci"`) to `findings`. */
+function reporterFor(findings: NodeSideFinding[], subject: string, policy: TenancyPolicy): Report {
+  return (field, text) => {
+    findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
+  };
+}
+
 /**
  * Label ⇔ taint: labelled for G ⇒ tainted `K=G:E`; tainted `K=v:E` ⇒ labelled for v; the group
  * key with another effect is not the group's taint (a pod's `Equal` toleration names the effect,
@@ -446,9 +451,7 @@ export function nodeClaimFindings(nodeClaim: unknown, policies: readonly Tenancy
       policy,
       groupLabelOfTemplate(labels, requirements, policy.nodeLabel, { labels: 'metadata.labels', requirements: 'spec.requirements' }),
     );
-    const report = (field: string, text: string): void => {
-      findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
-    };
+    const report = reporterFor(findings, subject, policy);
     judgePair(
       policy,
       label,
@@ -477,9 +480,7 @@ export function nodeFindings(node: Node, policies: readonly TenancyPolicy[]): No
     const labelField = `metadata.labels[${policy.nodeLabel}]`;
     const label: GroupLabel =
       typeof value === 'string' && value !== '' ? asGroups(policy, { kind: 'group', group: value, field: labelField }) : { kind: 'none' };
-    const report = (field: string, text: string): void => {
-      findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
-    };
+    const report = reporterFor(findings, subject, policy);
     judgePair(policy, label, keyedTaints(taints, policy.taint.key, 'spec.taints'), [], report, 'Node');
     // A node Karpenter made from a NodePool the policy names belongs to that NodePool's group.
     const nodePool = labels[nodePoolLabelKey];
