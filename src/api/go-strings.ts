@@ -35,3 +35,20 @@ export function goTrimSpace(text: string): string {
   while (end > start && isGoSpace(text.charCodeAt(end - 1))) end--;
   return start === 0 && end === text.length ? text : text.slice(start, end);
 }
+
+/**
+ * strings.ToLower: each code point by its simple lowercase mapping (unicode.ToLower). JavaScript's
+ * toLowerCase() uses the full mapping, which differs in two ways Go does not know: U+0130 (İ)
+ * becomes two code points (i and U+0307) where Go gives `i`, and a final Σ becomes ς by context.
+ * Lowering one code point at a time removes the context; U+0130 is the one unconditional full
+ * mapping longer than its simple one (SpecialCasing.txt), so it is mapped by hand.
+ */
+export function goToLower(text: string): string {
+  // An ASCII string lowers alike either way (Go's own fast path).
+  let ascii = true;
+  for (let index = 0; index < text.length && ascii; index++) ascii = text.charCodeAt(index) < 0x80;
+  if (ascii) return text.toLowerCase();
+  let lowered = '';
+  for (const character of text) lowered += character === '\u0130' ? 'i' : character.toLowerCase();
+  return lowered;
+}

@@ -14,8 +14,12 @@
  *   devices (device-reach.ts `deviceTaintRuleReach`) is refused unless its author is a platform
  *   identity (group `system:masters` or one of the policy's `deviceTaint.platformGroups`).
  *
- * Each policy's `enforcement` decides between a denial and a warning. With DRADeviceTaints off the
- * API server drops device tolerations before validating webhooks see them: nothing to judge.
+ * Each policy's `enforcement` decides between a denial and a warning. Claims are judged whatever
+ * tolerator's view of DRADeviceTaints: with the gate off the API server drops device tolerations
+ * before validating webhooks see them (PrepareForCreate), so a claim that arrives with some was
+ * kept by an API server whose gate is on, whatever tolerator was told (a replica already upgraded
+ * while `/metrics` was read from another, a `--feature-gates` pinned wrong). Skipping on the view
+ * would let exactly those claims through unjudged.
  */
 import { valueAt } from '../api/pod-template.js';
 import { clipText } from '../api/text-bounds.js';
@@ -123,7 +127,7 @@ function judgeClaim(
 ): ValidationOutcome {
   const target = claimTargetOf(attributes);
   const object = attributes.object;
-  if (target === undefined || object === undefined || !context.gates.DRADeviceTaints) return {};
+  if (target === undefined || object === undefined) return {};
   const lists = deviceTolerationLists(valueAt(object, target.specPath), target.specPath.join('.'));
   if (lists.length === 0) return {};
   const evaluator = createPolicyEvaluator(

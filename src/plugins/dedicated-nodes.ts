@@ -34,7 +34,7 @@ import { podFromTemplate, podTemplateOf, withPodSpec } from '../api/pod-template
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, PodSpec, Toleration } from '../api/types.js';
 import { isJsonObject, jsonEqual } from '../api/types.js';
-import { nodePoolFindings } from '../tenancy/node-side.js';
+import { nodeClaimFindings, nodePoolFindings } from '../tenancy/node-side.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { groupLabelValues } from '../tenancy/group-node-labels.js';
@@ -107,10 +107,15 @@ function isPodKind(attributes: AdmissionAttributes): boolean {
   return workloadKindOf(attributes)?.kind === 'Pod';
 }
 
-/** A write of a Karpenter NodePool itself (`karpenter.sh/v1` `nodepools`, not its status). */
+/**
+ * A write of a Karpenter NodePool or NodeClaim itself (`karpenter.sh/v1` `nodepools`,
+ * `nodeclaims`, not their status): a NodeClaim written by hand is launched as one from a NodePool.
+ */
 function isNodePoolRequest(attributes: AdmissionAttributes): boolean {
   const { group, version, resource } = attributes.resource;
-  return group === nodePoolGroup && version === 'v1' && resource === 'nodepools' && attributes.subResource === '';
+  return (
+    group === nodePoolGroup && version === 'v1' && (resource === 'nodepools' || resource === 'nodeclaims') && attributes.subResource === ''
+  );
 }
 
 const nodePoolGroup = 'karpenter.sh';
@@ -126,13 +131,21 @@ function validateNodePool(set: PolicySet, object: JsonObject, attributes: Admiss
   if (set.policies.length === 0) {
     return {};
   }
+  const isNodeClaim = attributes.resource.resource === 'nodeclaims';
   if (attributes.operation === 'UPDATE') {
-    const template = (value: JsonObject | undefined): unknown => (isJsonObject(value?.spec) ? value.spec.template : undefined);
-    if (jsonEqual(template(object), template(attributes.oldObject))) {
+    // What makes the node: a NodePool's template; a NodeClaim's labels and spec (Karpenter itself
+    // writes its finalizers, annotations and, at launch, the provider's labels).
+    const makes = (value: JsonObject | undefined): unknown =>
+      isNodeClaim
+        ? [isJsonObject(value?.metadata) ? value.metadata.labels : undefined, value?.spec]
+        : isJsonObject(value?.spec)
+          ? value.spec.template
+          : undefined;
+    if (jsonEqual(makes(object), makes(attributes.oldObject))) {
       return {};
     }
   }
-  const findings = nodePoolFindings(object, set.policies);
+  const findings = isNodeClaim ? nodeClaimFindings(object, set.policies) : nodePoolFindings(object, set.policies);
   const outcome = decide(findings);
   const names = [...new Set(findings.map(({ policy }) => policy.name))];
   const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : 'allowed';
@@ -147,7 +160,11 @@ function validateNodePool(set: PolicySet, object: JsonObject, attributes: Admiss
       : {
           denial: {
             ...outcome.denial,
-            object: { group: nodePoolGroup, resource: 'nodepools', name: typeof metadata.name === 'string' ? metadata.name : '' },
+            object: {
+              group: nodePoolGroup,
+              resource: isNodeClaim ? 'nodeclaims' : 'nodepools',
+              name: typeof metadata.name === 'string' ? metadata.name : '',
+            },
           },
         }),
     ...warningsOf(outcome),

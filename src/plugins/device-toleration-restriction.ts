@@ -19,7 +19,8 @@
  * an empty or absent list allows everything).
  *
  * With DRADeviceTaints off the API server drops device tolerations, so nothing is added (it would
- * be dropped) and nothing is judged. Claims the scheduler makes for extended resources (annotation
+ * be dropped); the allow-list judges whatever tolerations reach it, whatever tolerator's view of
+ * the gate (one that arrives was kept by an API server whose gate is on). Claims the scheduler makes for extended resources (annotation
  * `resource.kubernetes.io/extended-resource-claim: "true"`) get no defaults: the scheduler
  * allocates them from its own copy. They are still held to the allow-list: anyone who may create a
  * claim may write that annotation (the API server does not reserve it), and the scheduler's own
@@ -210,7 +211,10 @@ export function createDeviceTolerationRestriction(config: DeviceTolerationRestri
 
     validate(object, attributes, context): ValidationOutcome {
       const target = claimTargetOf(attributes);
-      if (target === undefined || !gateOn(attributes, context)) return {};
+      // Not gated on tolerator's view of DRADeviceTaints: a device toleration that reaches a
+      // validating webhook was kept by an API server whose gate is on (one whose gate is off drops
+      // them first), so skipping on a stale or mis-pinned view would let it past the allow-list.
+      if (target === undefined || attributes.object === undefined) return {};
       const whitelist = namespaceList(context.namespace, deviceTolerationsWhitelistAnnotation);
       if (whitelist.error !== undefined) return { denial: forbidden(whitelist.error) };
       if (whitelist.tolerations === undefined || whitelist.tolerations.length === 0) return {};

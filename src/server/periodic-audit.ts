@@ -158,9 +158,14 @@ export function createPeriodicAudit(options: PeriodicAuditOptions): PeriodicAudi
       });
     });
   const pause = async (): Promise<void> => {
-    if (signal.aborted) throw new Stopped();
-    const wait = lastRequest + 1000 / pace.requestsPerSecond - clock();
-    if (wait > 0) await sleep(wait, undefined, { signal });
+    // Until the clock says the gap is there: a timer counts from the event loop's cached time,
+    // which a busy loop iteration leaves milliseconds behind, so it may fire that much early.
+    for (;;) {
+      if (signal.aborted) throw new Stopped();
+      const wait = lastRequest + 1000 / pace.requestsPerSecond - clock();
+      if (wait <= 0) break;
+      await sleep(wait, undefined, { signal });
+    }
     lastRequest = clock();
   };
 

@@ -21,6 +21,9 @@
  *   (else any one of them); `Exists`, `NotIn`, `Gt`/`Lt`/`Gte`/`Lte` are complements, and
  *   `Any()` gives whatever value a pending pod requires, else a random integer within the bounds:
  *   such a NodePool makes nodes for every group. `DoesNotExist` labels nothing.
+ * - two labels are Karpenter's own, assigned over whatever the template says of their keys
+ *   (NewNodeClaimTemplate): `karpenter.sh/nodepool=<the NodePool's name>` and the NodeClass's,
+ *   `<nodeClassRef.group>/<strings.ToLower(nodeClassRef.kind)>=<nodeClassRef.name>`;
  * - `spec.template.spec.taints` are put on every node; `startupTaints` only until a daemon removes
  *   them after start (pkg/apis/v1/nodepool.go, NodeClaimTemplateSpec), so they protect nothing.
  *
@@ -30,6 +33,7 @@
  * CRD schema before it reaches a webhook (at most 100 requirements); a NodePool posted to the
  * port directly may hold anything, so a field of the wrong type is skipped, never trusted.
  */
+import { goToLower } from '../api/go-strings.js';
 import { clipText, spellOut } from '../api/text-bounds.js';
 import { isJsonObject, type Node } from '../api/types.js';
 import type { TenancyPolicy } from './policy.js';
@@ -44,8 +48,21 @@ export interface NodeSideFinding {
   readonly message: string;
 }
 
+/** Karpenter's label that keeps a NodeClaim's taints off its Node (pkg/apis/v1/labels.go, NodeDoNotSyncTaintsLabelKey). */
+const doNotSyncTaintsLabelKey = 'karpenter.sh/do-not-sync-taints';
+
 /** Karpenter's label of the NodePool a node came from (pkg/apis/v1/labels.go, NodePoolLabelKey): set on every node, from the NodePool's name. */
 export const nodePoolLabelKey = 'karpenter.sh/nodepool';
+
+/**
+ * The label Karpenter puts on every node of a NodePool from its NodeClass (pkg/apis/v1/labels.go,
+ * NodeClassLabelKey: `<group>/<strings.ToLower(kind)>`, e.g. `karpenter.k8s.aws/ec2nodeclass`),
+ * whose value is `nodeClassRef.name`; '' when the reference is incomplete.
+ */
+export function nodeClassLabelKey(nodeClassRef: unknown): string {
+  if (!isJsonObject(nodeClassRef) || typeof nodeClassRef.group !== 'string' || typeof nodeClassRef.kind !== 'string') return '';
+  return nodeClassRef.group === '' || nodeClassRef.kind === '' ? '' : `${nodeClassRef.group}/${goToLower(nodeClassRef.kind)}`;
+}
 
 /** 63: the longest label value; a longer value from a hostile object is clipped to it in messages. */
 const shownValueChars = 63;
@@ -90,20 +107,24 @@ export function nodePoolFindings(nodePool: unknown, policies: readonly TenancyPo
   const taints = Array.isArray(templateSpec.taints) ? (templateSpec.taints as unknown[]) : [];
   const startupTaints = Array.isArray(templateSpec.startupTaints) ? (templateSpec.startupTaints as unknown[]) : [];
   const subject = `NodePool ${show(name)}`;
+  const nodeClassRef = isJsonObject(templateSpec.nodeClassRef) ? templateSpec.nodeClassRef : {};
+  const nodeClassName = typeof nodeClassRef.name === 'string' ? nodeClassRef.name : '';
+  // NewNodeClaimTemplate (pkg/controllers/provisioning/scheduling/nodeclaimtemplate.go) assigns
+  // these two labels over the template's: whatever the labels and requirements say of their keys,
+  // every node carries the NodePool's name and its NodeClass's name.
+  const derived = (group: string, field: string): GroupLabel => (group === '' ? { kind: 'none' } : { kind: 'group', group, field });
+  const groupLabel = (key: string): GroupLabel =>
+    key === nodePoolLabelKey
+      ? derived(name, 'metadata.name')
+      : key === nodeClassLabelKey(nodeClassRef)
+        ? derived(nodeClassName, `${templatePath}.spec.nodeClassRef.name`)
+        : groupLabelOfTemplate(labels, requirements, key);
   const findings: NodeSideFinding[] = [];
   for (const policy of policies) {
-    const label =
-      policy.nodeLabel === nodePoolLabelKey
-        ? // Karpenter labels every node with its NodePool's name, and refuses the key in labels and requirements.
-          name === ''
-          ? ({ kind: 'none' } as const)
-          : ({ kind: 'group', group: name, field: 'metadata.name' } as const)
-        : asGroups(policy, groupLabelOfTemplate(labels, requirements, policy.nodeLabel));
+    const label = asGroups(policy, groupLabel(policy.nodeLabel));
     const keyed = keyedTaints(taints, policy.taint.key, taintsPath);
     const startup = keyedTaints(startupTaints, policy.taint.key, startupTaintsPath);
-    const report = (field: string, text: string): void => {
-      findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
-    };
+    const report = reporterFor(findings, subject, policy);
     judgePair(policy, label, keyed, startup, report, 'NodePool');
     judgeNaming(policy, name, label, report);
   }
@@ -118,7 +139,12 @@ export function nodePoolFindings(nodePool: unknown, policies: readonly TenancyPo
  * what Karpenter's step-by-step intersection gives (each step only narrows, and bounds filter a
  * concrete set whenever they meet it).
  */
-function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: readonly unknown[], key: string): GroupLabel {
+function groupLabelOfTemplate(
+  labels: Record<string, unknown>,
+  requirements: readonly unknown[],
+  key: string,
+  paths: { readonly labels: string; readonly requirements: string } = { labels: labelsPath, requirements: requirementsPath },
+): GroupLabel {
   let concrete: Set<string> | undefined;
   let concreteField = '';
   let excluded: Set<string> | undefined;
@@ -142,7 +168,7 @@ function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: rea
     const requirement = requirements[index];
     if (!isJsonObject(requirement) || requirement.key !== key) continue;
     seen = true;
-    const field = `${requirementsPath}[${index}]`;
+    const field = `${paths.requirements}[${index}]`;
     const operator = typeof requirement.operator === 'string' ? requirement.operator : '';
     const values = Array.isArray(requirement.values) ? (requirement.values as unknown[]) : [];
     switch (operator) {
@@ -183,7 +209,7 @@ function groupLabelOfTemplate(labels: Record<string, unknown>, requirements: rea
   }
   const label = labels[key];
   const metadataLabel = typeof label === 'string' ? label : undefined;
-  const labelField = `${labelsPath}[${key}]`;
+  const labelField = `${paths.labels}[${key}]`;
   if (metadataLabel !== undefined) {
     seen = true;
     intersect(new Set([metadataLabel]), labelField);
@@ -275,6 +301,13 @@ function keyedTaints(taints: readonly unknown[], key: string, path: string): Key
 
 type Report = (field: string, text: string) => void;
 
+/** The Report that adds a finding of `policy` about `subject` (`NodePool "pci"`) to `findings`. */
+function reporterFor(findings: NodeSideFinding[], subject: string, policy: TenancyPolicy): Report {
+  return (field, text) => {
+    findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
+  };
+}
+
 /**
  * Label ⇔ taint: labelled for G ⇒ tainted `K=G:E`; tainted `K=v:E` ⇒ labelled for v; the group
  * key with another effect is not the group's taint (a pod's `Equal` toleration names the effect,
@@ -287,10 +320,19 @@ function judgePair(
   keyed: readonly KeyedTaint[],
   startup: readonly KeyedTaint[],
   report: Report,
-  kind: 'NodePool' | 'Node',
+  kind: 'NodePool' | 'NodeClaim' | 'Node',
+  /** Why taints the object holds do not reach the node, added to the missing-taint finding. */
+  taintsDropped?: string,
 ): void {
+  const its = kind === 'NodePool' ? 'its nodes' : kind === 'NodeClaim' ? 'its node' : 'the node';
+  const them = kind === 'NodePool' ? 'them' : 'it';
   const { key, effect } = policy.taint;
-  if (label.kind === 'any') {
+  if (kind === 'NodeClaim' && (label.kind === 'any' || label.kind === 'several')) {
+    report(
+      label.field,
+      `the requirement on the group label ${policy.nodeLabel} is not a single value, so which group the node is labelled for (if any) is the provider's choice: a NodeClaim makes one node of one group; require ${policy.nodeLabel} In [<group>] with one value and taint ${key}=<group>:${effect}, or DoesNotExist for a node of no group`,
+    );
+  } else if (label.kind === 'any') {
     report(
       label.field,
       `the requirement ${policy.nodeLabel} ${label.operator === '' ? '(no operator)' : clipText(label.operator, shownValueChars)} on the group label lets Karpenter give each node whatever value of it a pending pod requires, else a random integer (Requirement.Any, pkg/scheduling/requirement.go): this NodePool would make nodes for every group. A NodePool serves one group: require ${policy.nodeLabel} In [<group>] with one value and taint ${key}=<group>:${effect}, or DoesNotExist for a NodePool of no group`,
@@ -306,16 +348,16 @@ function judgePair(
   if (label.kind === 'group' && group !== undefined && !groupTaints.some((taint) => taint.value === group)) {
     const inStartup = startup.find((taint) => taint.value === group && taint.effect === effect);
     const fix =
-      kind === 'NodePool'
-        ? `add {key: ${key}, value: ${show(group)}, effect: ${effect}} to ${taintsPath}`
-        : `taint it: kubectl taint node <name> ${key}=${clipText(group, shownValueChars)}:${effect}`;
+      kind === 'Node'
+        ? `taint it: kubectl taint node <name> ${key}=${clipText(group, shownValueChars)}:${effect}`
+        : `add {key: ${key}, value: ${show(group)}, effect: ${effect}} to ${kind === 'NodePool' ? taintsPath : 'spec.taints'}`;
     report(
       label.field,
-      `labels ${kind === 'NodePool' ? 'its nodes' : 'the node'} for group ${show(group)} (${policy.nodeLabel}=${clipText(label.value ?? group, shownValueChars)}) without the group's taint ${key}=${clipText(group, shownValueChars)}:${effect}: any pod of the cluster may run there, while the label only draws the group's own pods; ${fix}${
+      `labels ${its} for group ${show(group)} (${policy.nodeLabel}=${clipText(label.value ?? group, shownValueChars)}) without the group's taint ${key}=${clipText(group, shownValueChars)}:${effect}: any pod of the cluster may run there, while the label only draws the group's own pods; ${fix}${
         inStartup === undefined
           ? ''
           : ` (${inStartup.field} does not count: Karpenter's startupTaints are removed once the node has started)`
-      }`,
+      }${taintsDropped === undefined ? '' : ` (${taintsDropped})`}`,
     );
   }
   // With a label of several or any groups, the finding above says it all.
@@ -324,10 +366,8 @@ function judgePair(
     const [first] = foreign as [KeyedTaint];
     report(
       first.field,
-      `taints ${kind === 'NodePool' ? 'its nodes' : 'the node'} for ${spellOut(foreign, (taint) => `group ${show(taint.value)}`, ', ', 'groups')} but ${
-        group === undefined
-          ? `does not label ${kind === 'NodePool' ? 'them' : 'it'} for it`
-          : `labels ${kind === 'NodePool' ? 'them' : 'it'} for group ${show(group)}`
+      `taints ${its} for ${spellOut(foreign, (taint) => `group ${show(taint.value)}`, ', ', 'groups')} but ${
+        group === undefined ? `does not label ${them} for it` : `labels ${them} for group ${show(group)}`
       } (${policy.nodeLabel}): the group's pods require the label, so the node serves none of them. A node of group G carries both ${policy.nodeLabel}=G and ${key}=G:${effect}, and one group only`,
     );
   }
@@ -377,6 +417,55 @@ function judgeNaming(policy: TenancyPolicy, name: string, label: GroupLabel, rep
 }
 
 // ---------------------------------------------------------------------------------------------
+// NodeClaims written directly
+
+/**
+ * The findings of one `karpenter.sh/v1` NodeClaim under every policy. Karpenter launches every
+ * NodeClaim whose NodeClass its provider serves (pkg/utils/nodeclaim IsManaged), not only those it
+ * made from a NodePool, and the Node carries the NodeClaim's `metadata.labels` (registration's
+ * syncNode), its single-value `In` requirements (the KWOK provider's addInstanceLabels) and its
+ * `spec.taints`; `startupTaints` are lifted after start as a NodePool's. So a NodeClaim written
+ * by hand is a NodePool of one node, judged by the same rules (a requirement that is not a single
+ * value is judged as in a NodePool: the provider may resolve it to any group). `spec.nodePools`
+ * names NodePools, not NodeClaims, and is left to the Node's own check (nodeFindings).
+ */
+export function nodeClaimFindings(nodeClaim: unknown, policies: readonly TenancyPolicy[]): NodeSideFinding[] {
+  const metadata = isJsonObject(nodeClaim) && isJsonObject(nodeClaim.metadata) ? nodeClaim.metadata : {};
+  const name = typeof metadata.name === 'string' ? metadata.name : '';
+  const spec = isJsonObject(nodeClaim) && isJsonObject(nodeClaim.spec) ? nodeClaim.spec : {};
+  const labels = isJsonObject(metadata.labels) ? metadata.labels : {};
+  const requirements = Array.isArray(spec.requirements) ? (spec.requirements as unknown[]) : [];
+  const taints = Array.isArray(spec.taints) ? (spec.taints as unknown[]) : [];
+  const startupTaints = Array.isArray(spec.startupTaints) ? (spec.startupTaints as unknown[]) : [];
+  const subject = `NodeClaim ${show(name)}`;
+  // Registration's syncNode puts spec.taints and startupTaints on the Node unless the Node carries
+  // this label, which the provider copies from the NodeClaim's labels (the KWOK provider's
+  // addInstanceLabels): then the taints are the provider's business, and on KWOK nobody's.
+  const taintsDropped =
+    labels[doNotSyncTaintsLabelKey] === 'true'
+      ? `metadata.labels[${doNotSyncTaintsLabelKey}] is "true": Karpenter does not put spec.taints on the Node (syncNode, pkg/controllers/nodeclaim/lifecycle/registration.go)`
+      : undefined;
+  const findings: NodeSideFinding[] = [];
+  for (const policy of policies) {
+    const label = asGroups(
+      policy,
+      groupLabelOfTemplate(labels, requirements, policy.nodeLabel, { labels: 'metadata.labels', requirements: 'spec.requirements' }),
+    );
+    const report = reporterFor(findings, subject, policy);
+    judgePair(
+      policy,
+      label,
+      taintsDropped === undefined ? keyedTaints(taints, policy.taint.key, 'spec.taints') : [],
+      taintsDropped === undefined ? keyedTaints(startupTaints, policy.taint.key, 'spec.startupTaints') : [],
+      report,
+      'NodeClaim',
+      taintsDropped,
+    );
+  }
+  return findings;
+}
+
+// ---------------------------------------------------------------------------------------------
 // Nodes
 
 /** The findings of one Node under every policy. */
@@ -391,9 +480,7 @@ export function nodeFindings(node: Node, policies: readonly TenancyPolicy[]): No
     const labelField = `metadata.labels[${policy.nodeLabel}]`;
     const label: GroupLabel =
       typeof value === 'string' && value !== '' ? asGroups(policy, { kind: 'group', group: value, field: labelField }) : { kind: 'none' };
-    const report = (field: string, text: string): void => {
-      findings.push({ policy, field, message: `${subject} ${field}: ${text} (policy "${policy.name}")` });
-    };
+    const report = reporterFor(findings, subject, policy);
     judgePair(policy, label, keyedTaints(taints, policy.taint.key, 'spec.taints'), [], report, 'Node');
     // A node Karpenter made from a NodePool the policy names belongs to that NodePool's group.
     const nodePool = labels[nodePoolLabelKey];

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { goTrimSpace } from '../../src/api/go-strings.js';
+import { goToLower, goTrimSpace } from '../../src/api/go-strings.js';
 
 describe('strings.TrimSpace', () => {
   it('goTrimSpace trims what strings.TrimSpace trims and nothing else', () => {
@@ -14,5 +14,17 @@ describe('strings.TrimSpace', () => {
     const text = `1${' '.repeat(50_000)}x`;
     assert.equal(goTrimSpace(text), text);
     assert.equal(goTrimSpace(`${' '.repeat(50_000)}x${' '.repeat(50_000)}`), 'x');
+  });
+});
+
+describe('strings.ToLower', () => {
+  it('lowers ASCII as toLowerCase does: EC2NodeClass is ec2nodeclass, KWOKNodeClass is kwoknodeclass', () => {
+    assert.equal(goToLower('EC2NodeClass'), 'ec2nodeclass');
+    assert.equal(goToLower('KWOKNodeClass'), 'kwoknodeclass');
+  });
+  it("maps each code point by its simple mapping, as unicode.ToLower: İ is i (JavaScript's full mapping gives i and U+0307), a final Σ is σ (not ς)", () => {
+    assert.equal(goToLower('\u0130X'), 'ix');
+    assert.equal(goToLower('ΑΣ'), 'ασ');
+    assert.equal(goToLower('\u212a'), 'k'); // the Kelvin sign, lowered to an ASCII k by both
   });
 });

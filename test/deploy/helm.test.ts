@@ -954,12 +954,18 @@ describe('helm template: the webhook on Karpenter NodePools', { skip: skipHelm }
       (webhook) => webhook.name === 'validate-nodepools.tolerator.dev',
     );
 
-  it('renders validate-nodepools.tolerator.dev by default: karpenter.sh/v1 nodepools, failurePolicy Ignore', () => {
+  it('renders validate-nodepools.tolerator.dev by default: karpenter.sh/v1 nodepools and nodeclaims, failurePolicy Ignore', () => {
     const webhook = nodePoolWebhook([]);
     assert.ok(webhook);
     assert.equal(webhook.failurePolicy, 'Ignore');
     assert.deepEqual(webhook.rules, [
-      { apiGroups: ['karpenter.sh'], apiVersions: ['v1'], resources: ['nodepools'], operations: ['CREATE', 'UPDATE'], scope: 'Cluster' },
+      {
+        apiGroups: ['karpenter.sh'],
+        apiVersions: ['v1'],
+        resources: ['nodepools', 'nodeclaims'],
+        operations: ['CREATE', 'UPDATE'],
+        scope: 'Cluster',
+      },
     ]);
   });
 

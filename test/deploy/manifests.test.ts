@@ -705,10 +705,10 @@ describe('webhook configurations', () => {
     for (const hook of mutating.webhooks ?? []) assert.equal(hook.reinvocationPolicy, 'IfNeeded');
   });
 
-  it('the NodePool webhook: karpenter.sh/v1 nodepools on CREATE/UPDATE, cluster-scoped, failurePolicy Ignore, the same service and path', () => {
+  it('the NodePool webhook: karpenter.sh/v1 nodepools and nodeclaims on CREATE/UPDATE, cluster-scoped, failurePolicy Ignore, the same service and path', () => {
     const hook = (validating.webhooks ?? []).find((candidate) => candidate.name === nodePoolWebhookName);
     assert.ok(hook);
-    assert.deepEqual(ruleSet([hook]), createUpdate(['karpenter.sh/v1/nodepools']));
+    assert.deepEqual(ruleSet([hook]), createUpdate(['karpenter.sh/v1/nodeclaims', 'karpenter.sh/v1/nodepools']));
     assert.equal(hook.rules?.[0]?.scope, 'Cluster');
     // NodePools are the platform team's writes: a tolerator outage must not block the NodePool edit that may end it.
     assert.equal(hook.failurePolicy, 'Ignore');

@@ -141,11 +141,13 @@ export const DELIBERATE_DIFFERENCES = {
    * covers (`{key: example.com/gpu, effect: NoSchedule}` under `{key: example.com/gpu, operator:
    * Exists, effect: NoSchedule}`) is dropped, where in-tree the merge ran before it. The pod
    * tolerates the same taints. tolerator cannot tell the in-tree plugin's toleration from the pod's.
-   * A pod refused by validation for one of its tolerations is refused either way, the error naming
-   * another index (the entries before it one fewer).
+   * The merge may drop an added toleration too (`{key: example.com/gpu, operator: Exists}` of the
+   * pod, no effect, covers it), which tolerator's ExtendedResourceToleration then appends again,
+   * at the end. A pod refused by validation for one of its tolerations is refused either way, the
+   * error naming another index (the entries before it one fewer).
    */
   'second-merge-drops-a-covered-toleration': (reference: Answer, got: Answer): boolean => {
-    if ('stored' in reference && 'stored' in got) return dropsOnlyCovered(tolerationsIn(reference), tolerationsIn(got));
+    if ('stored' in reference && 'stored' in got) return dropsCoveredThenAppendsAgain(tolerationsIn(reference), tolerationsIn(got));
     const want = refusalOf(reference);
     const have = refusalOf(got);
     if (want?.code !== 422 || have?.code !== 422) return false;
@@ -163,12 +165,17 @@ export const DELIBERATE_DIFFERENCES = {
    */
   'update-appends-only': (reference: Answer, got: Answer): boolean => {
     if (!('stored' in got)) {
+      const want = refusalOf(reference);
+      const have = refusalOf(got);
+      if (have?.code !== 422) return false;
+      // The appended toleration is invalid and upstream's merge dropped it (an `Exists` of the pod
+      // covers it): stored in-tree, or refused only for the entries the merge dropped. Each
+      // toleration stored at the create was valid, so an invalid one is the appended one.
+      if (onlyTolerationErrors(have) && (want === undefined || canonical(want) === canonical(existingModifiedOnly))) return true;
       // Refused either way for one of its tolerations, the error naming another index (upstream
       // dropped some before it); upstream's answer may list `existing toleration can not be
       // modified` too, for the entries its merge dropped, and then the others once.
-      const want = refusalOf(reference);
-      const have = refusalOf(got);
-      if (want?.code !== 422 || have?.code !== 422) return false;
+      if (want?.code !== 422) return false;
       const same = (refusal: Refusal): boolean => withoutTolerationIndex(canonical(refusal)) === withoutTolerationIndex(canonical(have));
       const nothingDropped = withNothingDropped(want);
       return same(want) || (nothingDropped !== undefined && same(nothingDropped));
@@ -177,11 +184,7 @@ export const DELIBERATE_DIFFERENCES = {
       const [have, want] = [tolerationsIn(got), tolerationsIn(reference)];
       return dropsOnlyCovered(have, want) || sameInAnotherOrder(have, want);
     }
-    return (
-      reference.refused.code === 422 &&
-      reference.refused.message ===
-        'Pod "pod" is invalid: spec.tolerations: Forbidden: existing toleration can not be modified except its tolerationSeconds'
-    );
+    return canonical(reference.refused) === canonical(existingModifiedOnly);
   },
 } as const;
 
@@ -204,6 +207,25 @@ const existingTolerationModified = {
   field: 'spec.tolerations',
   message: 'Forbidden: existing toleration can not be modified except its tolerationSeconds',
 } as const;
+
+/** The API server's whole answer to an UPDATE of pod "pod" that removed or rewrote a toleration and did nothing else wrong. */
+const existingModifiedOnly: Refusal = {
+  code: 422,
+  reason: 'Invalid',
+  message: `Pod "pod" is invalid: ${existingTolerationModified.field}: ${existingTolerationModified.message}`,
+  details: { name: 'pod', kind: 'Pod', causes: [{ reason: 'FieldValueForbidden', ...existingTolerationModified }] },
+};
+
+/** A 422 whose every field error names one toleration (`spec.tolerations[N]…`). */
+function onlyTolerationErrors(refused: Refusal): boolean {
+  const causes = (refused.details as { causes?: { field?: string }[] } | undefined)?.causes;
+  return (
+    refused.code === 422 &&
+    Array.isArray(causes) &&
+    causes.length > 0 &&
+    causes.every((cause) => /^spec\.tolerations\[\d+\]/.test(cause.field ?? ''))
+  );
+}
 
 /**
  * The 422 the API server gives an UPDATE that keeps every toleration, from its answer to the same
@@ -237,25 +259,77 @@ function sameInAnotherOrder(a: readonly PlainToleration[], b: readonly PlainTole
 }
 
 /**
- * Whether `fewer` is `more` with some entries left out, each of them an exact copy of an entry of
- * `fewer` or covered by an `Exists` entry of `fewer` (same key or none, same effect or none, no
- * NoExecute bound to lose): the drops of upstream's MergeTolerations, written here apart from the
- * code under test.
+ * Whether toleration `by` tolerates every taint `t` does, as upstream's MergeTolerations decides
+ * it (pkg/util/tolerations isSuperset, v1.35.8): the same key, or none with `Exists`; the same
+ * effect, or none; a NoExecute bound no longer than `t`'s; for `Equal` (or no operator) a `t`
+ * that spells `Equal` out, with the same value; `Gt`/`Lt` cover only their copy. Written here apart from the code under test.
  */
-function dropsOnlyCovered(more: readonly PlainToleration[], fewer: readonly PlainToleration[]): boolean {
+function covers(by: PlainToleration, t: PlainToleration): boolean {
+  if (canonical(by) === canonical(t)) return true;
+  const [byKey, tKey] = [by.key ?? '', t.key ?? ''];
+  if (byKey !== tKey && (byKey !== '' || by.operator !== 'Exists')) return false;
+  const byEffect = by.effect ?? '';
+  if (byEffect !== (t.effect ?? '') && byEffect !== '') return false;
+  if (byEffect === 'NoExecute' && by.tolerationSeconds !== undefined) {
+    if (t.tolerationSeconds === undefined || t.tolerationSeconds > by.tolerationSeconds) return false;
+  }
+  switch (by.operator ?? '') {
+    case 'Equal':
+    case '':
+      // Upstream asks `t` for the operator spelled out: an `Equal` omitted is not covered.
+      return t.operator === 'Equal' && (by.value ?? '') === (t.value ?? '');
+    case 'Exists':
+      return true;
+    default:
+      return false;
+  }
+}
+
+/**
+ * Whether `fewer` is `more` with some entries left out, each of them an exact copy of an entry of
+ * `fewer` or covered by an entry of `coverers` (`fewer` unless said): the drops of upstream's
+ * MergeTolerations.
+ */
+function dropsOnlyCovered(
+  more: readonly PlainToleration[],
+  fewer: readonly PlainToleration[],
+  coverers: readonly PlainToleration[] = fewer,
+): boolean {
   if (fewer.length >= more.length) return false;
-  const covers = (by: PlainToleration, t: PlainToleration): boolean =>
-    canonical(by) === canonical(t) ||
-    (by.operator === 'Exists' &&
-      ((by.key ?? '') === '' || by.key === t.key) &&
-      ((by.effect ?? '') === '' || by.effect === t.effect) &&
-      by.tolerationSeconds === undefined);
   let next = 0;
   for (const t of more) {
     if (next < fewer.length && canonical(fewer[next]) === canonical(t)) next++;
-    else if (!fewer.some((by) => covers(by, t))) return false;
+    else if (!coverers.some((by) => covers(by, t))) return false;
   }
   return next === fewer.length;
+}
+
+/**
+ * Whether `got` is `reference` with covered entries dropped (dropsOnlyCovered) and then some
+ * ExtendedResourceToleration entries (`{key, operator: Exists, effect: NoSchedule}`) of
+ * `reference` moved to the end: dropped by a merge and appended again.
+ */
+function dropsCoveredThenAppendsAgain(reference: readonly PlainToleration[], got: readonly PlainToleration[]): boolean {
+  const isAdded = (t: PlainToleration): boolean =>
+    t.key !== undefined &&
+    t.operator === 'Exists' &&
+    t.effect === 'NoSchedule' &&
+    t.value === undefined &&
+    t.tolerationSeconds === undefined;
+  for (let tail = 0; tail <= got.length && (tail === 0 || isAdded(got[got.length - tail]!)); tail++) {
+    const head = got.slice(0, got.length - tail);
+    const rest = [...reference];
+    const moved = got.slice(got.length - tail).every((t) => {
+      const at = rest.findIndex((r) => canonical(r) === canonical(t));
+      if (at < 0) return false;
+      rest.splice(at, 1);
+      return true;
+    });
+    if (!moved) continue;
+    if (tail > 0 && canonical(rest) === canonical(head)) return true;
+    if (dropsOnlyCovered(rest, head, got)) return true;
+  }
+  return false;
 }
 
 /**

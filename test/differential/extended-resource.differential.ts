@@ -409,4 +409,65 @@ describe('tolerator against the in-tree ExtendedResourceToleration, on generated
     });
     assert.equal(compareAnswers(update.reference, update.subject, UPDATE_ALLOWED), 'update-appends-only');
   });
+
+  it('deliberate difference update-appends-only: an appended invalid toleration that an `Exists` of the pod covers is dropped in-tree (the pod stored), refused by the API server for tolerator (seed 996843257, case 2167)', async () => {
+    const coverAll = { operator: 'Exists', effect: 'NoSchedule' };
+    const answers = await answersFor({
+      ...plainCase,
+      containers: [
+        [
+          { name: 'a.b/c', ask: 'limits', variant: 0 },
+          { name: 'cpu', ask: 'both', variant: 0 },
+        ],
+      ],
+      tolerations: [coverAll],
+      update: { kind: 'append', appended: { key: 'example.com/other', operator: 'Exists', effect: 'NoSchedule', tolerationSeconds: 30 } },
+    });
+    // memory-pressure and a.b/c are covered by the pod's own `Exists`: the create's merge keeps only it.
+    const stored = [coverAll, notReady, unreachable, added];
+    assert.deepEqual(answers.create.reference, { stored: { tolerations: stored, nodeSelector: undefined } });
+    assert.deepEqual(answers.create.subject, answers.create.reference);
+    const update = answers.update;
+    assert.ok(update !== undefined, 'the pod was stored, so it was updated');
+    assert.deepEqual(update.reference, { stored: { tolerations: stored, nodeSelector: undefined } });
+    const invalid = {
+      reason: 'FieldValueInvalid',
+      message: 'Invalid value: "NoSchedule": effect must be \'NoExecute\' when `tolerationSeconds` is set',
+      field: 'spec.tolerations[4].effect',
+    };
+    assert.deepEqual(update.subject, {
+      refused: {
+        code: 422,
+        reason: 'Invalid',
+        message: `Pod "pod" is invalid: spec.tolerations[4].effect: ${invalid.message}`,
+        details: { name: 'pod', kind: 'Pod', causes: [invalid, invalid] },
+      },
+    });
+    assert.equal(compareAnswers(update.reference, update.subject, UPDATE_ALLOWED), 'update-appends-only');
+  });
+
+  it('deliberate difference update-appends-only: an appended NoExecute toleration that an `Exists` with a longer bound covers is dropped in-tree, kept by tolerator (seed 995855335, case 1894)', async () => {
+    const everyNoExecute = { operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 };
+    const appended = { key: 'example.com/other', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 };
+    const answers = await answersFor({
+      ...plainCase,
+      containers: [
+        [
+          { name: 'a.b/c', ask: 'limits', variant: 0 },
+          { name: 'cpu', ask: 'both', variant: 0 },
+        ],
+      ],
+      tolerations: [everyNoExecute],
+      update: { kind: 'append', appended },
+    });
+    // The pod's `Exists` NoExecute tolerates not-ready and unreachable: no default is added.
+    const stored = [everyNoExecute, memoryPressure, added];
+    assert.deepEqual(answers.create.reference, { stored: { tolerations: stored, nodeSelector: undefined } });
+    assert.deepEqual(answers.create.subject, answers.create.reference);
+    const update = answers.update;
+    assert.ok(update !== undefined, 'the pod was stored, so it was updated');
+    assert.deepEqual(update.reference, { stored: { tolerations: stored, nodeSelector: undefined } });
+    assert.deepEqual(update.subject, { stored: { tolerations: [...stored, appended], nodeSelector: undefined } });
+    assert.equal(compareAnswers(update.reference, update.subject, UPDATE_ALLOWED), 'update-appends-only');
+  });
 });

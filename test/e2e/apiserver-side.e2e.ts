@@ -288,6 +288,34 @@ describe("the API server's side of a review, through kube-apiserver", { skip }, 
       assert.ok(large.copies <= 4.5 * small.copies, `${large.copies} copies at 4n against ${small.copies} at n`);
     });
   });
+  it("DRADeviceTaints off (1.35's default): the validating webhook never receives a claim's device tolerations — the mutating one does, and the API server drops them between (PrepareForCreate) — so a toleration that reaches validation was kept by a gate that is on, whatever tolerator was told", async (t) => {
+    const minor = Number(/^v1\.(\d+)\./.exec(cluster.plane.version)?.[1]);
+    if (minor >= 36) {
+      t.skip(`Kubernetes 1.${minor} has DRADeviceTaints on by default`);
+      return;
+    }
+    const claim: Manifest = {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceClaim',
+      metadata: { name: 'gate-off-claim', namespace: 'apps' },
+      spec: {
+        devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: 'gpu.example.com', tolerations: [{ operator: 'Exists' }] } }] },
+      },
+    };
+    const stored = await createObject(cluster.objects, claim, 'All');
+    const tolerationsIn = (object: unknown): unknown =>
+      (object as { spec: { devices: { requests: { exactly: { tolerations?: unknown } }[] } } }).spec.devices.requests[0]!.exactly
+        .tolerations;
+    assert.equal(tolerationsIn(stored), undefined);
+    const sent = (path: string): unknown => {
+      const [exchange] = proxy.about('gate-off-claim', path);
+      assert.ok(exchange !== undefined, `no ${path} call for the claim`);
+      return tolerationsIn((JSON.parse(exchange.request.toString('utf8')) as { request: { object: unknown } }).request.object);
+    };
+    assert.deepEqual(sent('/mutate'), [{ operator: 'Exists' }]);
+    assert.equal(sent('/validate'), undefined);
+  });
+
   describe("the body kube-apiserver sends: its JSON escapes <, > and & (Go's encoding/json, HTML-safe)", () => {
     const withValue = (name: string, namespace: string, value: string, labels?: Record<string, string>): Manifest => ({
       apiVersion: 'v1',

@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { nodeClassLabelKey } from '../../src/tenancy/node-side.js';
 import { REPO_ROOT, skipWithoutControlPlane } from '../cluster/binaries.js';
 import { skipWithoutKarpenter } from '../cluster/karpenter-binaries.js';
 import { KARPENTER_KWOK_NODE_SELECTOR, KWOK_NODE_CLASS_REF, startKarpenter, type Karpenter } from '../cluster/karpenter.js';
@@ -225,6 +226,9 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
       const node = await boundNode(namespace, name);
       assert.equal(node.metadata.labels?.[NODEPOOL_LABEL], pool, `${namespace}/${name} is on ${node.metadata.name}`);
       assert.equal(node.metadata.labels.dedicated, group);
+      // Karpenter's second label of its own, its NodeClass's, which src/tenancy/node-side.ts reads
+      // as a group label when a policy names that key: karpenter.kwok.sh/kwoknodeclass=default.
+      assert.equal(node.metadata.labels[nodeClassLabelKey(KWOK_NODE_CLASS_REF)], KWOK_NODE_CLASS_REF.name);
       // Karpenter put the NodePool's taint on the node when it registered it (and lifted its own
       // karpenter.sh/unregistered): the group's taint and nothing of another group.
       const groupTaints = (node.spec.taints ?? []).filter((taint) => taint.key === 'dedicated');
@@ -457,6 +461,84 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
     }
     // Gone, or Karpenter would go on launching nodes for them.
     for (const name of Object.keys(shapes)) await cluster.objects.delete(pod(name, 'unreviewed'));
+  });
+
+  it('standalone NodeClaim: one written by hand that labels its node for a group without the taint (or with karpenter.sh/do-not-sync-taints) is refused by kube-apiserver; with the taint Karpenter launches it (IsManaged: any NodeClaim of its NodeClass), and the Node carries its label and taint', async () => {
+    const pciTaint = { key: 'dedicated', value: 'pci', effect: 'NoSchedule' };
+    const claim = (name: string, taints: unknown[], labels: Record<string, string> = { dedicated: 'pci' }): Manifest => ({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name, labels },
+      spec: {
+        nodeClassRef: KWOK_NODE_CLASS_REF,
+        // The KWOK provider launches a NodeClaim only with an instance-type requirement ("instance
+        // type requirement not found" otherwise); Karpenter writes it into the NodeClaims it makes.
+        requirements: [
+          { key: 'node.kubernetes.io/instance-type', operator: 'In', values: ['c-1x-amd64-linux'] },
+          { key: 'karpenter.sh/capacity-type', operator: 'In', values: ['on-demand'] },
+        ],
+        taints,
+      },
+    });
+    const refused = await refusal(createObject(cluster.objects, claim('pci-by-hand-untainted', [])));
+    assert.equal(refused.code, 403, JSON.stringify(refused.status));
+    assert.match(
+      refused.status.message ?? '',
+      /^admission webhook "validate-nodepools\.tolerator\.dev" denied the request: .*NodeClaim "pci-by-hand-untainted" metadata\.labels\[dedicated\]: labels its node for group "pci" \(dedicated=pci\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    // karpenter.sh/do-not-sync-taints: "true" keeps the NodeClaim's taints off the Node, so a group
+    // taint beside it does not count.
+    const unsynced = await refusal(
+      createObject(
+        cluster.objects,
+        claim('pci-by-hand-unsynced', [pciTaint], { dedicated: 'pci', 'karpenter.sh/do-not-sync-taints': 'true' }),
+      ),
+    );
+    assert.equal(unsynced.code, 403, JSON.stringify(unsynced.status));
+    assert.match(unsynced.status.message ?? '', /NodeClaim "pci-by-hand-unsynced" .*karpenter\.sh\/do-not-sync-taints\] is "true"/);
+    let seen: unknown;
+    const registeredNode = (hostname: string): Promise<StoredNode> =>
+      pollUntil(
+        `the Node Karpenter launched for NodeClaim ${hostname}`,
+        async () => {
+          const list = plain(
+            await cluster.objects.list(
+              'v1',
+              'Node',
+              undefined,
+              undefined,
+              undefined,
+              undefined,
+              undefined,
+              `kubernetes.io/hostname=${hostname}`,
+            ),
+          ) as { items: StoredNode[] };
+          seen = list.items.map((item) => ({ labels: item.metadata.labels, taints: item.spec.taints }));
+          // Registered: Karpenter has lifted karpenter.sh/unregistered and synced the NodeClaim's taints.
+          return list.items.find((item) => item.metadata.labels?.['karpenter.sh/registered'] === 'true');
+        },
+        { timeoutMs: 90_000, describe: () => `${JSON.stringify(seen)}; karpenter log:\n${karpenter.tail(15)}` },
+      );
+    // The same label on a NodeClaim of no group (admitted): its taint never reaches the Node.
+    const otherTaint = { key: 'example.com/maintenance', value: 'x', effect: 'NoSchedule' };
+    const ungrouped = claim('ungrouped-unsynced', [otherTaint], { 'karpenter.sh/do-not-sync-taints': 'true' });
+    await createObject(cluster.objects, ungrouped);
+    const unsyncedNode = await registeredNode('ungrouped-unsynced');
+    assert.deepEqual(
+      (unsyncedNode.spec.taints ?? []).filter((taint) => taint.key === otherTaint.key),
+      [],
+      JSON.stringify(unsyncedNode.spec.taints),
+    );
+    await cluster.objects.delete(ungrouped);
+    const paired = claim('pci-by-hand', [pciTaint]);
+    await createObject(cluster.objects, paired);
+    const node = await registeredNode('pci-by-hand');
+    assert.equal(node.metadata.labels?.dedicated, 'pci');
+    assert.deepEqual(
+      (node.spec.taints ?? []).filter((taint) => taint.key === 'dedicated'),
+      [pciTaint],
+    );
+    await cluster.objects.delete(paired);
   });
 
   /** The names of the Nodes made from `pool`. */

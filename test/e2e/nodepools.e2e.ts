@@ -116,7 +116,7 @@ describe('the node half on a real API server: NodePools, and check with kube-con
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it('a webhook rule for karpenter.sh nodepools, an API the cluster does not serve, is accepted and changes nothing else', async () => {
+  it('a webhook rule for karpenter.sh nodepools and nodeclaims, an API the cluster does not serve, is accepted and changes nothing else', async () => {
     const stored = plain(
       await cluster!.objects.read({
         apiVersion: 'admissionregistration.k8s.io/v1',
@@ -128,7 +128,7 @@ describe('the node half on a real API server: NodePools, and check with kube-con
     assert.ok(hook, JSON.stringify(stored.webhooks.map((webhook) => webhook.name)));
     assert.deepEqual(
       hook.rules.map((rule) => [rule.apiGroups, rule.resources]),
-      [[['karpenter.sh'], ['nodepools']]],
+      [[['karpenter.sh'], ['nodepools', 'nodeclaims']]],
     );
     assert.equal(hook.failurePolicy, 'Ignore');
     // Pods are still reviewed as before: a dry-run pod gets the defaults.

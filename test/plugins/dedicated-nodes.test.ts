@@ -1259,6 +1259,35 @@ describe('DedicatedNodes on Karpenter NodePools (karpenter.sh/v1 nodepools CREAT
     assert.deepEqual(plugin.validate(unpaired, nodePoolAttributes('CREATE', unpaired), context(undefined)), {});
   });
 
+  it('standalone NodeClaim: a karpenter.sh/v1 NodeClaim written directly that labels its node for a group without the taint is denied, naming it; one that pairs them, or an UPDATE that changes neither labels nor spec, is not', () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    const claim = (labels: Record<string, string>, taints: JsonObject[], finalizers: string[] = []): JsonObject => ({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: { name: 'static-1', labels, finalizers },
+      spec: { nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' }, requirements: [], taints },
+    });
+    const claimAttributes = (operation: Operation, object: JsonObject, oldObject?: JsonObject, subResource = ''): AdmissionAttributes => ({
+      ...nodePoolAttributes(operation, object, oldObject, subResource),
+      kind: { group: 'karpenter.sh', version: 'v1', kind: 'NodeClaim' },
+      resource: { group: 'karpenter.sh', version: 'v1', resource: 'nodeclaims' },
+    });
+    const bad = claim({ dedicated: 'gpu' }, []);
+    assert.equal(plugin.handles(claimAttributes('CREATE', bad)), true);
+    assert.equal(plugin.handles(claimAttributes('UPDATE', bad, bad, 'status')), false);
+    const denial = plugin.validate(bad, claimAttributes('CREATE', bad), context(undefined)).denial;
+    assert.ok(denial?.reason === 'Forbidden');
+    assert.deepEqual(denial.object, { group: 'karpenter.sh', resource: 'nodeclaims', name: 'static-1' });
+    assert.match(denial.message, /^NodeClaim "static-1" metadata\.labels\[dedicated\]: labels its node for group "gpu" /);
+    const good = claim({ dedicated: 'gpu' }, [gpuTaint]);
+    assert.equal(plugin.validate(good, claimAttributes('CREATE', good), context(undefined)).denial, undefined);
+    // Karpenter's own writes to a NodeClaim (its finalizer) change neither its labels nor its spec.
+    const finalized = claim({ dedicated: 'gpu' }, [], ['karpenter.sh/termination']);
+    assert.deepEqual(plugin.validate(finalized, claimAttributes('UPDATE', finalized, bad), context(undefined)), {});
+    const relabelled = claim({ dedicated: 'gpu', extra: 'x' }, []);
+    assert.equal(plugin.validate(relabelled, claimAttributes('UPDATE', relabelled, bad), context(undefined)).denial?.reason, 'Forbidden');
+  });
+
   it('the mutating side leaves a NodePool as it is', () => {
     const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
     const outcome = plugin.admit(unpaired, nodePoolAttributes('CREATE', unpaired), context(undefined));

@@ -205,6 +205,13 @@ describe('DeviceTolerationRestriction: the per-namespace allow-list', () => {
     assert.equal(fromTemplate.denial?.reason, 'Forbidden');
   });
 
+  it("gate view skew: a toleration outside the allow-list that reaches the validating webhook is refused even where tolerator's view of DRADeviceTaints is off (the API server drops device tolerations when its own gate is off, so one that arrives was kept)", () => {
+    const { validated } = admit(claim([{ operator: 'Exists' }]), namespace({ [deviceTolerationsWhitelistAnnotation]: allowList }), {
+      gate: false,
+    });
+    assert.equal(validated.denial?.reason, 'Forbidden');
+  });
+
   it('no annotation, or an empty list, allows everything (as PodTolerationRestriction)', () => {
     assert.deepEqual(admit(claim([{ operator: 'Exists' }]), namespace()).validated, {});
     assert.deepEqual(admit(claim([{ operator: 'Exists' }]), namespace({ [deviceTolerationsWhitelistAnnotation]: '[]' })).validated, {});

@@ -3,7 +3,7 @@ import { describe, it } from 'node:test';
 import { parseAllDocuments } from 'yaml';
 import assert from 'node:assert/strict';
 import type { JsonObject } from '../../src/api/types.js';
-import { nodeFindings, nodePoolFindings } from '../../src/tenancy/node-side.js';
+import { nodeClaimFindings, nodeFindings, nodePoolFindings } from '../../src/tenancy/node-side.js';
 import { compilePolicy, labelPolicySpec, node } from './tenancy-fixtures.js';
 
 const policy = compilePolicy('by-label');
@@ -218,6 +218,125 @@ describe('node-side: a NodePool a group names serves exactly that group (spec.no
     const [finding] = nodePoolFindings(nodePool('pci'), [byPool]);
     assert.match(finding?.message ?? '', /NodePool "pci" metadata\.name: labels its nodes for group "pci"/);
   });
+});
+
+describe('node-side: labels Karpenter derives from the NodePool itself (redteam6)', () => {
+  const kwokClassLabel = 'karpenter.kwok.sh/kwoknodeclass';
+  const byClass = compilePolicy('by-class', { ...labelPolicySpec(), nodeLabel: kwokClassLabel });
+  const withClass = (name: string, className: string, parts: TemplateParts = {}): JsonObject => {
+    const pool = nodePool(name, parts);
+    const spec = (pool.spec as JsonObject).template as JsonObject;
+    ((spec.spec as JsonObject).nodeClassRef as JsonObject).name = className;
+    return pool;
+  };
+
+  it("the NodeClass label: every node carries <nodeClassRef.group>/<lowercased kind>=<nodeClassRef.name> (NewNodeClaimTemplate), so a NodePool of group pci's NodeClass without pci's taint is a finding", () => {
+    const findings = nodePoolFindings(withClass('tenant-pool', 'pci'), [byClass]);
+    assert.deepEqual(
+      findings.map((finding) => finding.field),
+      ['spec.template.spec.nodeClassRef.name'],
+    );
+    assert.match(
+      findings[0]?.message ?? '',
+      /^NodePool "tenant-pool" spec\.template\.spec\.nodeClassRef\.name: labels its nodes for group "pci" \(karpenter\.kwok\.sh\/kwoknodeclass=pci\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    assert.deepEqual(nodePoolFindings(withClass('tenant-pool', 'pci', { taints: [pciTaint] }), [byClass]), []);
+  });
+
+  it('the NodeClass label: a template label or requirement on the key does not change it (Karpenter assigns the NodeClass name over them)', () => {
+    const pool = withClass('tenant-pool', 'pci', { labels: { [kwokClassLabel]: 'web' }, taints: [{ ...pciTaint, value: 'web' }] });
+    const fields = nodePoolFindings(pool, [byClass]).map((finding) => finding.field);
+    assert.deepEqual(fields, ['spec.template.spec.nodeClassRef.name', 'spec.template.spec.taints[0]']);
+  });
+
+  it('the NodeClass label: the kind is lowercased as Go strings.ToLower does (an EC2NodeClass gives karpenter.k8s.aws/ec2nodeclass)', () => {
+    const byEc2 = compilePolicy('by-ec2', { ...labelPolicySpec(), nodeLabel: 'karpenter.k8s.aws/ec2nodeclass' });
+    const pool = nodePool('tenant-pool');
+    (((pool.spec as JsonObject).template as JsonObject).spec as JsonObject).nodeClassRef = {
+      group: 'karpenter.k8s.aws',
+      kind: 'EC2NodeClass',
+      name: 'pci',
+    };
+    assert.deepEqual(
+      nodePoolFindings(pool, [byEc2]).map((finding) => finding.field),
+      ['spec.template.spec.nodeClassRef.name'],
+    );
+  });
+
+  it('the NodePool name under spec.nodeLabelValues: NodePool pci-a of group pci carries the group taint dedicated=pci, as its Nodes are judged', () => {
+    const byPool = compilePolicy('by-pool-values', {
+      ...labelPolicySpec(),
+      nodeLabel: 'karpenter.sh/nodepool',
+      nodeLabelValues: { pci: ['pci-a', 'pci-b'] },
+    });
+    assert.deepEqual(nodePoolFindings(nodePool('pci-a', { taints: [pciTaint] }), [byPool]), []);
+    const [finding] = nodePoolFindings(nodePool('pci-a', { taints: [{ ...pciTaint, value: 'pci-a' }] }), [byPool]);
+    assert.match(
+      finding?.message ?? '',
+      /labels its nodes for group "pci" \(karpenter\.sh\/nodepool=pci-a\) without the group's taint dedicated=pci:NoSchedule/,
+    );
+    // The Node Karpenter makes from it is judged the same way.
+    assert.deepEqual(nodeFindings(node('pci-a-1', { 'karpenter.sh/nodepool': 'pci-a' }, [pciTaint]), [byPool]), []);
+  });
+});
+
+describe('node-side: a NodeClaim written directly (redteam6: Karpenter launches any NodeClaim of a NodeClass it serves, IsManaged)', () => {
+  const nodeClaim = (parts: TemplateParts): JsonObject => ({
+    apiVersion: 'karpenter.sh/v1',
+    kind: 'NodeClaim',
+    metadata: { name: 'static-1', labels: parts.labels ?? {} },
+    spec: {
+      nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' },
+      requirements: parts.requirements ?? [{ key: 'kubernetes.io/arch', operator: 'In', values: ['amd64'] }],
+      taints: parts.taints ?? [],
+      ...(parts.startupTaints === undefined ? {} : { startupTaints: parts.startupTaints }),
+    },
+  });
+  const cases: { name: string; claim: JsonObject; fields: string[]; says?: RegExp }[] = [
+    { name: 'a NodeClaim of no group', claim: nodeClaim({}), fields: [] },
+    { name: 'labelled and tainted for its group', claim: nodeClaim({ labels: { dedicated: 'pci' }, taints: [pciTaint] }), fields: [] },
+    {
+      name: 'a NodeClaim labelled for a group without its taint',
+      claim: nodeClaim({ labels: { dedicated: 'pci' } }),
+      fields: ['metadata.labels[dedicated]'],
+      says: /^NodeClaim "static-1" metadata\.labels\[dedicated\]: labels its node for group "pci" \(dedicated=pci\) without the group's taint dedicated=pci:NoSchedule: .*add \{key: dedicated, value: "pci", effect: NoSchedule\} to spec\.taints \(policy "by-label"\)$/,
+    },
+    {
+      name: 'a NodeClaim whose single-value In requirement labels its node (the provider copies it), without the taint',
+      claim: nodeClaim({ requirements: [pciIn] }),
+      fields: ['spec.requirements[0]'],
+      says: /labels its node for group "pci"/,
+    },
+    {
+      name: "a NodeClaim with the group's taint only in startupTaints",
+      claim: nodeClaim({ labels: { dedicated: 'pci' }, startupTaints: [pciTaint] }),
+      fields: ['metadata.labels[dedicated]'],
+      says: /spec\.startupTaints\[0\] does not count/,
+    },
+    {
+      name: 'karpenter.sh/do-not-sync-taints: a NodeClaim labelled so keeps its spec.taints off the Node (syncNode), so its group taint does not count',
+      claim: nodeClaim({ labels: { dedicated: 'pci', 'karpenter.sh/do-not-sync-taints': 'true' }, taints: [pciTaint] }),
+      fields: ['metadata.labels[dedicated]'],
+      says: /without the group's taint dedicated=pci:NoSchedule.*metadata\.labels\[karpenter\.sh\/do-not-sync-taints\] is "true": Karpenter does not put spec\.taints on the Node/,
+    },
+    {
+      name: 'a NodeClaim tainted for a group it does not label',
+      claim: nodeClaim({ taints: [pciTaint] }),
+      fields: ['spec.taints[0]'],
+      says: /^NodeClaim "static-1" spec\.taints\[0\]: taints its node for group "pci" but does not label it for it/,
+    },
+  ];
+  for (const { name, claim, fields, says } of cases) {
+    it(name, () => {
+      const findings = nodeClaimFindings(claim, [policy]);
+      assert.deepEqual(
+        findings.map((finding) => finding.field),
+        fields,
+        findings.map((finding) => finding.message).join('\n'),
+      );
+      if (says !== undefined) assert.match(findings.map((finding) => finding.message).join('\n'), says);
+    });
+  }
 });
 
 describe('node-side: a Node carries its group label and taint together', () => {
