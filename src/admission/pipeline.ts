@@ -20,6 +20,7 @@ import type {
   PluginName,
   ValidatingPlugin,
 } from '../plugins/plugin.js';
+import { asValidatedWithGateOff } from '../plugins/device-toleration-validation.js';
 import { isMirrorPodRequest, isPodRequest } from '../plugins/plugin.js';
 import type { ClusterFacts } from './cluster-facts.js';
 import { diffJson, jsonEqual, type JsonPatchOperation } from './json-patch-diff.js';
@@ -113,9 +114,13 @@ export function createPipeline(options: PipelineOptions): Pipeline {
         assertAppendOnlyUpdate(attributes, original, object);
       }
 
-      const validated: AdmissionAttributes = object === original ? attributes : { ...attributes, object };
+      // Offline, both sides on one object: the validating side sees what the API server would
+      // hand it after its own field drops (device tolerations with DRADeviceTaints off).
+      const bothSides = sides.includes('mutate') && sides.includes('validate');
+      const judged = bothSides ? asValidatedWithGateOff(object, attributes, context.gates) : object;
+      const validated: AdmissionAttributes = judged === original ? attributes : { ...attributes, object: judged };
       for (const plugin of validating) {
-        const outcome = plugin.validate(object, validated, context);
+        const outcome = plugin.validate(judged, validated, context);
         findings.add(outcome);
         steps?.push(step(plugin.name, 'validate', outcome, []));
         if (outcome.denial !== undefined) {

@@ -283,7 +283,7 @@ export function explanationLines(explanation: Explanation): string[] {
     lines.push(
       explanation.group !== undefined
         ? `  namespace ${explanation.namespace}: group "${explanation.group}" (policy ${explanation.policy ?? ''})`
-        : (apiServerValidationPlugins as readonly (string | undefined)[]).includes(explanation.deniedBy)
+        : isDeviceKind(explanation.kind) && (apiServerValidationPlugins as readonly (string | undefined)[]).includes(explanation.deniedBy)
           ? // DedicatedNodes judges a claim on the validating side only, after the API server's validation, which refused it first.
             `  namespace ${explanation.namespace}: not judged for a group: the API server's own validation refuses the object before any validating webhook`
           : `  namespace ${explanation.namespace}: no ${isDeviceKind(explanation.kind) ? 'device' : 'node'} group`,

@@ -34,7 +34,7 @@ import { podFromTemplate, podTemplateOf, withPodSpec } from '../api/pod-template
 import { resourceKindByResource, type ResourceKind } from '../api/resource-kinds.js';
 import type { JsonObject, Node, PodSpec, Toleration } from '../api/types.js';
 import { isJsonObject, jsonEqual } from '../api/types.js';
-import { nodeClaimFindings, nodePoolFindings } from '../tenancy/node-side.js';
+import { nodeClaimFindings, nodePoolFindings, type NodeSideFinding } from '../tenancy/node-side.js';
 import { foreignGroupsTolerated, missingNodeProblem, nodeNameProblem, toleratesOwnGroup } from '../tenancy/group-reach.js';
 import { groupContradictions, missingGroupRequirement, requireGroupInEveryTerm } from '../tenancy/node-affinity.js';
 import { groupLabelValues } from '../tenancy/group-node-labels.js';
@@ -145,9 +145,13 @@ function validateNodePool(set: PolicySet, object: JsonObject, attributes: Admiss
       return {};
     }
   }
-  const findings = isNodeClaim ? nodeClaimFindings(object, set.policies) : nodePoolFindings(object, set.policies);
-  const outcome = decide(findings);
-  const names = [...new Set(findings.map(({ policy }) => policy.name))];
+  const all = isNodeClaim ? nodeClaimFindings(object, set.policies) : nodePoolFindings(object, set.policies);
+  const { findings, notRefused } = isNodeClaim
+    ? refusableNodeClaimFindings(all, attributes, set.policies)
+    : { findings: all, notRefused: [] };
+  const decided = decide(findings);
+  const outcome: Outcome = { ...decided, warnings: [...decided.warnings, ...notRefused] };
+  const names = [...new Set(all.map(({ policy }) => policy.name))];
   const decision: DedicatedNodesDecision = outcome.denial !== undefined ? 'denied' : outcome.warnings.length > 0 ? 'warned' : 'allowed';
   const auditAnnotations = {
     ...(names.length > 0 ? { [auditKeys.policy]: names.join(',') } : {}),
@@ -170,6 +174,53 @@ function validateNodePool(set: PolicySet, object: JsonObject, attributes: Admiss
     ...warningsOf(outcome),
     auditAnnotations,
   };
+}
+
+/**
+ * Which of a NodeClaim's findings may refuse the write; the others become warnings. Karpenter
+ * creates a NodeClaim from a NodePool (ownerReference to it, NodeClaimTemplate.ToNodeClaim) and at
+ * launch updates its labels with the provider's (PopulateNodeClaimDetails): a NodePool written
+ * before its policy, during an outage of this webhook (failurePolicy Ignore) or under `Warn` would
+ * have every NodeClaim refused, stop scaling and, refused at launch, leave an instance Karpenter
+ * no longer tracks. The NodePool is where that is decided (its writes, the audit, `check`). A
+ * NodeClaim written by hand is refused at CREATE, and on UPDATE only for what the update makes
+ * wrong: what was already true of it was admitted once (before the policy, or unjudged).
+ */
+function refusableNodeClaimFindings(
+  findings: readonly NodeSideFinding[],
+  attributes: AdmissionAttributes,
+  policies: readonly TenancyPolicy[],
+): { readonly findings: readonly NodeSideFinding[]; readonly notRefused: readonly string[] } {
+  if (findings.length === 0) return { findings, notRefused: [] };
+  const warned = (kept: readonly NodeSideFinding[], why: string): string[] => {
+    const shown = kept
+      .slice(0, violationsSpelledOut)
+      .map(({ policy, message }) => `DedicatedNodes (not refused: ${why}, policy "${policy.name}"): ${message}`);
+    if (kept.length > violationsSpelledOut)
+      shown.push(`DedicatedNodes (not refused: ${why}): and ${kept.length - violationsSpelledOut} more findings`);
+    return shown;
+  };
+  if (ownedByNodePool(attributes.object)) {
+    return { findings: [], notRefused: warned(findings, 'a NodePool made this NodeClaim; the NodePool is judged, fix it there') };
+  }
+  if (attributes.operation !== 'UPDATE' || attributes.oldObject === undefined) return { findings, notRefused: [] };
+  const before = new Set(nodeClaimFindings(attributes.oldObject, policies).map(({ message }) => message));
+  return {
+    findings: findings.filter(({ message }) => !before.has(message)),
+    notRefused: warned(
+      findings.filter(({ message }) => before.has(message)),
+      'already true of this NodeClaim before the update',
+    ),
+  };
+}
+
+/** Whether a NodeClaim names a Karpenter NodePool as its owner, as every NodeClaim Karpenter makes does. */
+function ownedByNodePool(nodeClaim: JsonObject | undefined): boolean {
+  const owners = isJsonObject(nodeClaim?.metadata) ? nodeClaim.metadata.ownerReferences : undefined;
+  return (
+    Array.isArray(owners) &&
+    owners.some((owner) => isJsonObject(owner) && owner.apiVersion === `${nodePoolGroup}/v1` && owner.kind === 'NodePool')
+  );
 }
 
 /**

@@ -14,7 +14,9 @@
  * PrepareForUpdate, unless the stored object already has some), before it validates and before a
  * validating webhook sees the object: so off, nothing is judged, as there is nothing left to judge.
  */
+import type { FeatureGates } from '../api/feature-gates.js';
 import { valueAt } from '../api/pod-template.js';
+import { isJsonObject, type JsonObject } from '../api/types.js';
 import { FieldErrorList, type FieldError } from '../validation/field-errors.js';
 import { compareVersions, type KubernetesVersion } from '../api/feature-gate-history.js';
 import { clipText } from '../api/text-bounds.js';
@@ -113,6 +115,31 @@ export function createDeviceTolerationValidation() {
       return warnings.length === 0 ? {} : { warnings };
     },
   } satisfies ValidatingPlugin;
+}
+
+/**
+ * The object as the API server hands it to its validation and to validating webhooks when
+ * DRADeviceTaints is off: every device toleration dropped (dropDisabledDRADeviceTaintsFields in
+ * PrepareForCreate, and in PrepareForUpdate unless the stored object already has some), after the
+ * mutating webhooks. Only an offline review, which runs both sides on one object, needs this: a
+ * validating webhook is sent the object already dropped. The object itself when nothing is dropped.
+ */
+export function asValidatedWithGateOff(object: JsonObject, attributes: AdmissionAttributes, gates: FeatureGates): JsonObject {
+  const target = claimTargetOf(attributes);
+  if (target === undefined || gates.DRADeviceTaints || (attributes.operation === 'UPDATE' && storedTolerations(attributes, target))) {
+    return object;
+  }
+  if (!hasDeviceTolerations(valueAt(object, target.specPath))) return object;
+  const copy = structuredClone(object);
+  const requests = (valueAt(copy, target.specPath) as { devices?: { requests?: unknown } } | undefined)?.devices?.requests;
+  for (const request of Array.isArray(requests) ? (requests as unknown[]) : []) {
+    if (!isJsonObject(request)) continue;
+    if (isJsonObject(request.exactly)) delete request.exactly.tolerations;
+    for (const sub of Array.isArray(request.firstAvailable) ? (request.firstAvailable as unknown[]) : []) {
+      if (isJsonObject(sub)) delete sub.tolerations;
+    }
+  }
+  return copy;
 }
 
 /** Whether the stored template already uses device tolerations: then the API server keeps them with the gate off. */

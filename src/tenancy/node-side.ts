@@ -443,7 +443,7 @@ export function nodeClaimFindings(nodeClaim: unknown, policies: readonly Tenancy
   // addInstanceLabels): then the taints are the provider's business, and on KWOK nobody's.
   const taintsDropped =
     labels[doNotSyncTaintsLabelKey] === 'true'
-      ? `metadata.labels[${doNotSyncTaintsLabelKey}] is "true": Karpenter does not put spec.taints on the Node (syncNode, pkg/controllers/nodeclaim/lifecycle/registration.go)`
+      ? `metadata.labels[${doNotSyncTaintsLabelKey}] is "true": Karpenter does not put spec.taints on a Node whose provider copied that label onto it (syncNode, pkg/controllers/nodeclaim/lifecycle/registration.go)`
       : undefined;
   const findings: NodeSideFinding[] = [];
   for (const policy of policies) {

@@ -87,6 +87,14 @@ describe('explain knows ResourceClaims and DeviceTaintRules', () => {
     assert.match(stdout, /result: allowed, unchanged/);
   });
 
+  it("with DRADeviceTaints off, a claim tolerating another group's device taint is allowed as the API server stores it: its PrepareForCreate drops device tolerations after the mutating webhooks, before validation", async () => {
+    const gateOff = common.map((arg) => (arg === 'DRADeviceTaints=true' ? 'DRADeviceTaints=false' : arg));
+    const { code, stdout } = await runCommand(explainCommand, [...gateOff, '-'], {}, { stdin: stringify(stealing) });
+    assert.equal(code, 0, stdout);
+    assert.match(stdout, /result: allowed/);
+    assert.doesNotMatch(stdout, /denies/);
+  });
+
   it('a DeviceTaintRule with the group key: refused offline, where no requester is a platform identity', async () => {
     const { code, stdout } = await runCommand(explainCommand, [...common, '-'], {}, { stdin: stringify(rule) });
     assert.equal(code, 1, stdout);

@@ -77,6 +77,14 @@ describe('tolerator explain', () => {
     assert.equal(lines.at(-1), '  result: denied by TolerationValidation');
   });
 
+  it('an invalid pod of a namespace with no group says "no node group": a pod is placed in its group on the mutating side, before the validation that refuses it', async () => {
+    const pod =
+      "apiVersion: v1\nkind: Pod\nmetadata: { name: bad, namespace: shop }\nspec:\n  containers: [{ name: app, image: x }]\n  tolerations:\n  - { key: 'bad key!', operator: Exists, effect: NoSchedule }\n";
+    const lines = (await explain(pod))[0]!;
+    assert.equal(lines[1], '  namespace shop: no node group');
+    assert.equal(lines.at(-1), '  result: denied by TolerationValidation');
+  });
+
   it('explains a DaemonSet through its pods, which get the DaemonSet toleration set', async () => {
     const [daemonset = []] = await explain(
       [

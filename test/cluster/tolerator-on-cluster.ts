@@ -275,7 +275,6 @@ export async function stopChild(child: ChildProcess, signal: NodeJS.Signals): Pr
   await exited;
 }
 
-/** The webhooks (`mutate`, `validate`) tolerator's /metrics counts reviews of, at any log level. */
 /** GET `path` on tolerator's port (its /metrics), trusting the webhooks' CA. */
 export function getFromTolerator(port: number, ca: string, path: string): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -292,19 +291,9 @@ export function getFromTolerator(port: number, ca: string, path: string): Promis
   });
 }
 
+/** The webhooks (`mutate`, `validate`) tolerator's /metrics counts reviews of, at any log level. */
 export async function reviewedWebhooks(port: number, ca: string): Promise<Set<string>> {
-  const text = await new Promise<string>((resolve, reject) => {
-    const req = httpsRequest({ host: '127.0.0.1', port, path: '/metrics', ca, timeout: 5_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        resolve(Buffer.concat(chunks).toString('utf8'));
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error('/metrics timed out')));
-    req.on('error', reject);
-    req.end();
-  });
+  const text = await getFromTolerator(port, ca, '/metrics');
   const sides = new Set<string>();
   for (const match of text.matchAll(/^tolerator_admission_reviews_total\{[^}]*webhook="(\w+)"[^}]*\} (\d+)/gm)) {
     if (Number(match[2]) > 0) sides.add(match[1]!);

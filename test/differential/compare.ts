@@ -171,7 +171,11 @@ export const DELIBERATE_DIFFERENCES = {
       // The appended toleration is invalid and upstream's merge dropped it (an `Exists` of the pod
       // covers it): stored in-tree, or refused only for the entries the merge dropped. Each
       // toleration stored at the create was valid, so an invalid one is the appended one.
-      if (onlyTolerationErrors(have) && (want === undefined || canonical(want) === canonical(existingModifiedOnly))) return true;
+      // Stored in-tree: the merge dropped it, so it sits past every entry upstream kept (tolerator
+      // keeps them all, in place, and appends after them).
+      const pastStored = 'stored' in reference ? tolerationsIn(reference).length : 0;
+      if (onlyTolerationErrors(have, pastStored) && (want === undefined || canonical(want) === canonical(existingModifiedOnly)))
+        return true;
       // Refused either way for one of its tolerations, the error naming another index (upstream
       // dropped some before it); upstream's answer may list `existing toleration can not be
       // modified` too, for the entries its merge dropped, and then the others once.
@@ -216,14 +220,17 @@ const existingModifiedOnly: Refusal = {
   details: { name: 'pod', kind: 'Pod', causes: [{ reason: 'FieldValueForbidden', ...existingTolerationModified }] },
 };
 
-/** A 422 whose every field error names one toleration (`spec.tolerations[N]…`). */
-function onlyTolerationErrors(refused: Refusal): boolean {
+/** A 422 whose every field error names one toleration (`spec.tolerations[N]…`) at an index N ≥ `from`. */
+function onlyTolerationErrors(refused: Refusal, from: number): boolean {
   const causes = (refused.details as { causes?: { field?: string }[] } | undefined)?.causes;
   return (
     refused.code === 422 &&
     Array.isArray(causes) &&
     causes.length > 0 &&
-    causes.every((cause) => /^spec\.tolerations\[\d+\]/.test(cause.field ?? ''))
+    causes.every((cause) => {
+      const index = /^spec\.tolerations\[(\d+)\]/.exec(cause.field ?? '')?.[1];
+      return index !== undefined && Number(index) >= from;
+    })
   );
 }
 

@@ -1284,8 +1284,51 @@ describe('DedicatedNodes on Karpenter NodePools (karpenter.sh/v1 nodepools CREAT
     // Karpenter's own writes to a NodeClaim (its finalizer) change neither its labels nor its spec.
     const finalized = claim({ dedicated: 'gpu' }, [], ['karpenter.sh/termination']);
     assert.deepEqual(plugin.validate(finalized, claimAttributes('UPDATE', finalized, bad), context(undefined)), {});
+    // An UPDATE is refused only for what it makes wrong: a NodeClaim admitted before the policy
+    // (or while this webhook was down) can still be relabelled, with a warning.
     const relabelled = claim({ dedicated: 'gpu', extra: 'x' }, []);
-    assert.equal(plugin.validate(relabelled, claimAttributes('UPDATE', relabelled, bad), context(undefined)).denial?.reason, 'Forbidden');
+    const relabelOutcome = plugin.validate(relabelled, claimAttributes('UPDATE', relabelled, bad), context(undefined));
+    assert.equal(relabelOutcome.denial, undefined);
+    assert.match(
+      relabelOutcome.warnings?.[0] ?? '',
+      /^DedicatedNodes \(not refused: already true of this NodeClaim before the update, policy "[^"]+"\): NodeClaim "static-1" metadata\.labels\[dedicated\]/,
+    );
+    const moved = claim({ dedicated: 'other' }, [gpuTaint]);
+    assert.equal(plugin.validate(moved, claimAttributes('UPDATE', moved, good), context(undefined)).denial?.reason, 'Forbidden');
+  });
+
+  it("a NodePool's own NodeClaim is never refused, at its CREATE nor at its launch's relabel: Karpenter would stop scaling that NodePool and lose track of a launched instance; the finding is a warning that points at the NodePool", () => {
+    const plugin = createDedicatedNodes(() => ({ policies: [byLabel] }));
+    const fromNodePool = (labels: Record<string, string>): JsonObject => ({
+      apiVersion: 'karpenter.sh/v1',
+      kind: 'NodeClaim',
+      metadata: {
+        name: 'general-x7k2p',
+        labels: { 'karpenter.sh/nodepool': 'general', ...labels },
+        // As NodeClaimTemplate.ToNodeClaim writes it (Karpenter v1.15.0).
+        ownerReferences: [{ apiVersion: 'karpenter.sh/v1', kind: 'NodePool', name: 'general', uid: 'u-1', blockOwnerDeletion: true }],
+      },
+      spec: { nodeClassRef: { group: 'karpenter.kwok.sh', kind: 'KWOKNodeClass', name: 'default' }, requirements: [], taints: [] },
+    });
+    const claimAttributes = (operation: Operation, object: JsonObject, oldObject?: JsonObject): AdmissionAttributes => ({
+      ...nodePoolAttributes(operation, object, oldObject),
+      kind: { group: 'karpenter.sh', version: 'v1', kind: 'NodeClaim' },
+      resource: { group: 'karpenter.sh', version: 'v1', resource: 'nodeclaims' },
+    });
+    const created = fromNodePool({ dedicated: 'gpu' });
+    const atCreate = plugin.validate(created, claimAttributes('CREATE', created), context(undefined));
+    assert.equal(atCreate.denial, undefined);
+    assert.match(
+      atCreate.warnings?.[0] ?? '',
+      /^DedicatedNodes \(not refused: a NodePool made this NodeClaim; the NodePool is judged, fix it there, policy "[^"]+"\): NodeClaim "general-x7k2p" /,
+    );
+    const launched = fromNodePool({ dedicated: 'gpu', 'node.kubernetes.io/instance-type': 's-4x-amd64-linux' });
+    const atLaunch = plugin.validate(launched, claimAttributes('UPDATE', launched, created), context(undefined));
+    assert.equal(atLaunch.denial, undefined);
+    assert.equal(atLaunch.warnings?.length, 1);
+    // The same NodeClaim without the owner is judged as one written by hand.
+    const handWritten = { ...created, metadata: { name: 'general-x7k2p', labels: { dedicated: 'gpu' } } };
+    assert.equal(plugin.validate(handWritten, claimAttributes('CREATE', handWritten), context(undefined)).denial?.reason, 'Forbidden');
   });
 
   it('the mutating side leaves a NodePool as it is', () => {

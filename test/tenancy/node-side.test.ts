@@ -317,7 +317,7 @@ describe('node-side: a NodeClaim written directly (redteam6: Karpenter launches 
       name: 'karpenter.sh/do-not-sync-taints: a NodeClaim labelled so keeps its spec.taints off the Node (syncNode), so its group taint does not count',
       claim: nodeClaim({ labels: { dedicated: 'pci', 'karpenter.sh/do-not-sync-taints': 'true' }, taints: [pciTaint] }),
       fields: ['metadata.labels[dedicated]'],
-      says: /without the group's taint dedicated=pci:NoSchedule.*metadata\.labels\[karpenter\.sh\/do-not-sync-taints\] is "true": Karpenter does not put spec\.taints on the Node/,
+      says: /without the group's taint dedicated=pci:NoSchedule.*metadata\.labels\[karpenter\.sh\/do-not-sync-taints\] is "true": Karpenter does not put spec\.taints on a Node whose provider copied that label onto it/,
     },
     {
       name: 'a NodeClaim tainted for a group it does not label',
