@@ -22,6 +22,7 @@ import { KARPENTER_KWOK_NODE_SELECTOR, KWOK_NODE_CLASS_REF, startKarpenter, type
 import { KWOK_LEASE_DURATION_SECONDS, skipWithoutKwok, startKwok, type Kwok } from '../cluster/kwok.js';
 import { pollUntil } from '../cluster/poll.js';
 import {
+  apiError,
   asKubernetesObject,
   createObject,
   plain,
@@ -539,6 +540,55 @@ describe('Karpenter provisions for tenant pods only from their own group’s Nod
       [pciTaint],
     );
     await cluster.objects.delete(paired);
+  });
+
+  it("a NodePool that got in while the NodePool webhook was out (failurePolicy Ignore) still scales: Karpenter's NodeClaims from it are admitted with a warning, not refused, and its pods are bound", async () => {
+    type WebhookConfiguration = Manifest & { webhooks: { name: string; rules: { resources: string[] }[] }[] };
+    const webhooksRef = {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingWebhookConfiguration',
+      metadata: { name: 'tolerator' },
+    };
+    const shipped = plain(await cluster.objects.read(webhooksRef)) as WebhookConfiguration;
+    const withNodePools = (judged: boolean): WebhookConfiguration => {
+      const copy = structuredClone(shipped);
+      for (const webhook of copy.webhooks.filter(({ name }) => name === 'validate-nodepools.tolerator.dev')) {
+        for (const rule of webhook.rules) rule.resources = judged ? ['nodepools', 'nodeclaims'] : ['nodeclaims'];
+      }
+      return copy;
+    };
+    const outage = nodePool('outage', undefined);
+    const template = (outage.spec as { template: { metadata?: { labels?: Record<string, string> } } }).template;
+    // Labelled for pci, untainted: what the webhook refuses, here let in during its "outage".
+    template.metadata = { labels: { dedicated: 'pci', 'example.com/outage': 'yes' } };
+    delete (outage.spec as { weight?: number }).weight;
+    // The outage: NodePools out of the webhook's rules (the API server's informer takes a moment).
+    await cluster.objects.replace(asKubernetesObject(withNodePools(false)));
+    await pollUntil(
+      'the NodePool admitted while NodePools are out of the webhook',
+      async () => {
+        try {
+          await createObject(cluster.objects, outage);
+          return true;
+        } catch (error) {
+          if (apiError(error).code === 403) return undefined;
+          throw error;
+        }
+      },
+      { timeoutMs: 20_000 },
+    );
+    const current = plain(await cluster.objects.read(webhooksRef)) as WebhookConfiguration;
+    await cluster.objects.replace(asKubernetesObject({ ...withNodePools(true), metadata: current.metadata }));
+    try {
+      const outsider = pod('on-outage-pool', 'shop', { nodeSelector: { 'example.com/outage': 'yes' } });
+      await createObject(cluster.objects, outsider);
+      const node = await boundNode('shop', 'on-outage-pool');
+      assert.equal(node.metadata.labels?.[NODEPOOL_LABEL], 'outage');
+      assert.equal(node.metadata.labels.dedicated, 'pci');
+      await cluster.objects.delete(outsider);
+    } finally {
+      await cluster.objects.delete(outage);
+    }
   });
 
   /** The names of the Nodes made from `pool`. */
